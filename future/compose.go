@@ -1,0 +1,135 @@
+package future
+
+import (
+	"errors"
+	"slices"
+	"sync/atomic"
+)
+
+// Then returns a future completed with fn's result, where fn receives f's result
+// (value and error) once f completes: a map that can also transform or recover
+// errors. It does not block and is safe for concurrent use.
+//
+// fn runs as a callback of f (see OnComplete): on f's completer goroutine, or
+// immediately on the caller's goroutine when f is already complete. So fn must
+// not block. If fn panics, the returned future fails with a *PanicError and the
+// panic is re-raised, as for any callback. A nil fn yields a future failed with
+// ErrNilFunc.
+//
+// Cost: two allocations (the new promise and the callback closure).
+func Then[T, U any](f *Future[T], fn func(v T, err error) (U, error)) *Future[U] {
+	if fn == nil {
+		var zero U
+		return Completed(zero, ErrNilFunc)
+	}
+	p := NewPromise[U]()
+	f.OnComplete(func(v T, err error) {
+		defer failOnPanic(p)
+		p.Complete(fn(v, err))
+	})
+	return p.Future()
+}
+
+// Compose returns a future that completes like the future fn returns, where fn
+// receives f's result once f completes: a flat map, for continuing with another
+// asynchronous call (for example: acquire, then subscribe, then retry). It does
+// not block and is safe for concurrent use.
+//
+// fn runs as a callback of f (see Then for where, and for panics); the returned
+// future is completed by a callback on fn's future. A nil fn yields a future
+// failed with ErrNilFunc; fn returning nil fails the result with ErrNilFuture.
+func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future[U] {
+	if fn == nil {
+		var zero U
+		return Completed(zero, ErrNilFunc)
+	}
+	p := NewPromise[U]()
+	f.OnComplete(func(v T, err error) {
+		defer failOnPanic(p)
+		g := fn(v, err)
+		if g == nil {
+			p.Fail(ErrNilFuture)
+			return
+		}
+		g.OnComplete(func(u U, err error) { p.Complete(u, err) })
+	})
+	return p.Future()
+}
+
+// failOnPanic is deferred by the callbacks of Then and Compose: a panic in the
+// user's function must not leave the derived future pending forever, so the
+// future fails with the panic before it propagates.
+func failOnPanic[U any](p *Promise[U]) {
+	if r := recover(); r != nil {
+		pe := newPanicError(r)
+		p.Fail(pe)
+		panic(pe)
+	}
+}
+
+// All returns a future that completes once every future in fs has completed,
+// successful or not; it does not fail early, because callers such as RedLock need
+// every outcome (to count acquisitions and release what was acquired). It does
+// not block and is safe for concurrent use.
+//
+// The value holds each future's value in argument order (the zero value where a
+// future failed). The error is nil when all succeeded, the only error when one
+// failed, and errors.Join of the errors in argument order otherwise; Peek each
+// input for per-future outcomes. A nil entry counts as failed with ErrNilFuture.
+// All with no futures is complete at once with an empty slice.
+//
+// All completes on the goroutine that completes the last input (or on the
+// caller's when every input is already complete). Cost: a fixed four allocations
+// plus one callback closure per input.
+func All[T any](fs ...*Future[T]) *Future[[]T] {
+	a := &allOf[T]{
+		fs:   slices.Clone(fs), // the caller may reuse its slice
+		vals: make([]T, len(fs)),
+	}
+	a.left.Store(int64(len(fs)) + 1) // +1: the registering loop holds one count
+	for i, f := range a.fs {
+		if f == nil {
+			a.arrive()
+			continue
+		}
+		f.OnComplete(func(v T, _ error) {
+			a.vals[i] = v
+			a.arrive()
+		})
+	}
+	a.arrive() // release the loop's count: completes here if all were done
+	return a.p.Future()
+}
+
+// allOf is the shared state of one All call.
+type allOf[T any] struct {
+	p    Promise[[]T]
+	fs   []*Future[T]
+	vals []T // element i written once by input i's callback, before its arrive
+	left atomic.Int64
+}
+
+// arrive counts one input (or the registering loop) as done; the last arrival
+// completes the promise. The atomic decrement orders every vals write before it.
+func (a *allOf[T]) arrive() {
+	if a.left.Add(-1) != 0 {
+		return
+	}
+	var errs []error
+	for _, f := range a.fs {
+		if f == nil {
+			errs = append(errs, ErrNilFuture)
+		} else if _, err, _ := f.Peek(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var err error
+	switch len(errs) {
+	case 0:
+	case 1:
+		err = errs[0]
+	default:
+		err = errors.Join(errs...)
+	}
+	a.p.Complete(a.vals, err)
+}

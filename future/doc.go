@@ -1,0 +1,44 @@
+// Package future provides Future and Promise, the asynchronous results of this
+// project: the Go counterpart of Redisson's RFuture. Every asynchronous call of
+// packages conn and rlock returns a *Future, and each blocking call is that
+// asynchronous call followed by Get.
+//
+// # Model
+//
+// A Promise is the write side and a Future the read side of one result, a value
+// of type T and an error. The future is completed exactly once: the first of any
+// number of concurrent Complete, Succeed or Fail calls wins and the others report
+// false. A future can be observed four ways, all safe for concurrent use:
+//
+//   - Get(ctx) blocks until completion or until ctx ends;
+//   - Done() returns a channel closed on completion, for select;
+//   - Peek and IsDone look without blocking;
+//   - OnComplete registers a callback that runs once with the result.
+//
+// Then, Compose and All derive new futures from existing ones without blocking.
+//
+// # No goroutines
+//
+// The package never starts a goroutine. Callbacks run on the goroutine that
+// completes the future (in package conn: a network event loop) or, when
+// registered after completion, on the registering goroutine. Hence the one rule
+// for callbacks: they must not block. Callbacks run exactly once each, in
+// registration order, also when registered concurrently with completion (see
+// Future.OnComplete). A panicking callback does not prevent the others from
+// running; the completer re-panics afterwards with a *PanicError (see
+// Promise.Complete).
+//
+// # Cost
+//
+// The transport aims at one allocation per Redis command, and that allocation is
+// the promise: NewPromise allocates the promise with its future inside, and
+// Future(), Complete, Get and Peek allocate nothing in steady state. A Get that
+// has to block parks on a wake-up channel borrowed from a process-wide pool
+// instead of creating a channel per future; the Done channel is created only if
+// Done is called before completion. OnComplete allocates nothing for the first
+// callback of a future (it is stored inline) and amortised slice growth for
+// further ones; the closure passed in is the caller's allocation. The figures
+// are in bench_test.go.
+//
+// Package future imports nothing of this project.
+package future

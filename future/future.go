@@ -1,0 +1,249 @@
+package future
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// state is the life cycle of a Future. Legal transitions, each made once:
+//
+//	statePending    -> stateCompleting  by the one Complete call that wins the CAS
+//	stateCompleting -> stateNotifying   under mu, when callbacks are waiting to run
+//	stateCompleting -> stateDone        under mu, when no callback is registered
+//	stateNotifying  -> stateDone        under mu, when the completer finds the callback queue empty
+//
+// Completed futures are born in stateDone. The result (v, err) is written by the
+// winner between the CAS and the transition out of stateCompleting, and is
+// read-only from then on: every reader loads state first (acquire) and reads the
+// result only when state >= stateNotifying.
+type state uint32
+
+const (
+	// statePending: no result yet.
+	statePending state = iota
+	// stateCompleting: a completer won; the result is being stored and is not yet visible.
+	stateCompleting
+	// stateNotifying: the result is visible; the completer is still running callbacks,
+	// and OnComplete queues behind them to keep registration order.
+	stateNotifying
+	// stateDone: the result is visible and every callback registered so far has run;
+	// OnComplete runs new callbacks at once on the caller's goroutine.
+	stateDone
+)
+
+// Future is the read side of a result of type T that becomes available once:
+// a value, an error, or both. It is this project's counterpart of Redisson's
+// RFuture: every asynchronous call returns one, and each blocking call is the
+// asynchronous call followed by Get.
+//
+// A Future is obtained from Promise.Future, Completed, Then, Compose or All; the
+// zero Future is never completed. All methods are safe for concurrent use by any
+// number of goroutines. A Future must not be copied after first use.
+type Future[T any] struct {
+	st atomic.Uint32 // a state; see the transition list above
+
+	mu sync.Mutex // guards the fields below
+	// waiters is a doubly linked list of Get callers parked on this future. The
+	// completer detaches the whole list under mu and wakes each after unlocking.
+	waiters *waiter
+	// done is created by the first Done call made before completion and closed by
+	// the completer; Done calls after completion return a shared closed channel, so
+	// a future that nobody selects on never allocates one.
+	done chan struct{}
+	// cb0 and cbs hold callbacks waiting to run, in registration order: cb0 first,
+	// then cbs. The first callback is stored inline so the common single-callback
+	// case allocates no slice. cb0 == nil implies len(cbs) == 0.
+	cb0 func(T, error)
+	cbs []func(T, error)
+
+	// v and err are the result: written once by the winning completer while st is
+	// stateCompleting, read-only once st >= stateNotifying.
+	v   T
+	err error
+}
+
+// closedChan is returned by Done once a future is complete, so that Done on a
+// completed future allocates nothing.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+func (f *Future[T]) state() state { return state(f.st.Load()) }
+
+// complete reports whether the result is visible.
+func (f *Future[T]) complete() bool { return f.state() >= stateNotifying }
+
+// Get waits until the future is complete and returns its result.
+//
+// Get blocks until completion or until ctx is done, whichever comes first. If the
+// future is already complete, Get returns its result without looking at ctx.
+// If ctx ends first, Get returns the zero T and ctx.Err() and leaves the future
+// untouched: it still completes, and other waiters, callbacks and later Get calls
+// observe its result. If completion and the end of ctx race, Get returns the
+// result whenever it is available by the time Get notices ctx.
+//
+// A ctx whose Done channel is nil (context.Background) makes Get wait without a
+// select. Get is safe for concurrent use.
+//
+// Cost: Get on a complete future is one atomic load. A Get that has to block
+// parks on a wake-up token borrowed from a process-wide sync.Pool (see waiter),
+// so it allocates nothing in steady state; it allocates no per-future channel.
+func (f *Future[T]) Get(ctx context.Context) (T, error) {
+	if f.complete() {
+		return f.v, f.err
+	}
+	done := ctx.Done()
+	if done != nil {
+		select {
+		case <-done:
+			var zero T
+			return zero, ctx.Err()
+		default:
+		}
+	}
+
+	w := getWaiter()
+	f.mu.Lock()
+	if f.complete() {
+		f.mu.Unlock()
+		putWaiter(w)
+		return f.v, f.err
+	}
+	f.pushWaiterLocked(w)
+	f.mu.Unlock()
+
+	if done == nil {
+		<-w.wake
+		putWaiter(w)
+		return f.v, f.err
+	}
+	select {
+	case <-w.wake:
+	case <-done:
+		f.mu.Lock()
+		if !f.complete() {
+			// Still pending: nobody will send on w.wake, so it is empty and can
+			// go back to the pool once unlinked.
+			f.removeWaiterLocked(w)
+			f.mu.Unlock()
+			putWaiter(w)
+			var zero T
+			return zero, ctx.Err()
+		}
+		f.mu.Unlock()
+		// The completer detached w before ctx was noticed and owes it exactly one
+		// token, sent right after its critical section without blocking (the
+		// channel has room for one). Take it so w goes back to the pool empty.
+		<-w.wake
+	}
+	putWaiter(w)
+	return f.v, f.err
+}
+
+// Done returns a channel that is closed when the future completes, for use in a
+// select. It does not block and is safe for concurrent use.
+//
+// The channel is created lazily, by the first Done call made before completion
+// (one allocation per future that is selected on while pending); once the future
+// is complete, Done returns an already-closed channel shared by all futures.
+// Prefer Get when a context bounds the wait: it allocates nothing.
+func (f *Future[T]) Done() <-chan struct{} {
+	if f.complete() {
+		return closedChan
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.complete() {
+		return closedChan
+	}
+	if f.done == nil {
+		f.done = make(chan struct{})
+	}
+	return f.done
+}
+
+// IsDone reports whether the future is complete. It does not block and is safe
+// for concurrent use.
+func (f *Future[T]) IsDone() bool { return f.complete() }
+
+// Peek returns the result without blocking: done is false, and v and err are
+// zero, while the future is pending. It is safe for concurrent use.
+func (f *Future[T]) Peek() (v T, err error, done bool) {
+	if f.complete() {
+		return f.v, f.err, true
+	}
+	return v, nil, false
+}
+
+// OnComplete registers fn to run once with the result. It is safe for concurrent
+// use and never blocks on the future.
+//
+// Callbacks run exactly once each, in registration order:
+//   - registered while the future is pending, fn runs later on the goroutine that
+//     completes the future, inside its Complete call, after all Get and Done
+//     waiters have been woken;
+//   - registered once the future is complete and its earlier callbacks have all
+//     run, fn runs immediately on the caller's goroutine, before OnComplete returns;
+//   - registered while the completer is still running earlier callbacks, fn is
+//     queued behind them and the completer runs it, so order is kept even across
+//     goroutines.
+//
+// Callbacks must not block and should be short: in package conn the completer is
+// a network event loop, and every connection it serves waits while a callback
+// runs. Hand slow work to another goroutine. A callback may call OnComplete on
+// the same future (the new callback runs after the current ones) and may complete
+// other promises.
+//
+// A callback that panics does not stop the others: see Promise.Complete for what
+// happens to the panic. A nil fn is ignored.
+func (f *Future[T]) OnComplete(fn func(v T, err error)) {
+	if fn == nil {
+		return
+	}
+	if f.state() == stateDone {
+		fn(f.v, f.err)
+		return
+	}
+	f.mu.Lock()
+	if f.state() == stateDone {
+		f.mu.Unlock()
+		fn(f.v, f.err)
+		return
+	}
+	// Pending, completing or notifying: the completer takes the queue under mu
+	// and keeps draining until it finds it empty, so fn cannot be lost.
+	if f.cb0 == nil {
+		f.cb0 = fn
+	} else {
+		f.cbs = append(f.cbs, fn)
+	}
+	f.mu.Unlock()
+}
+
+// pushWaiterLocked links w at the head of the waiter list. Order among Get
+// waiters is irrelevant: all are woken together.
+func (f *Future[T]) pushWaiterLocked(w *waiter) {
+	w.prev = nil
+	w.next = f.waiters
+	if f.waiters != nil {
+		f.waiters.prev = w
+	}
+	f.waiters = w
+}
+
+// removeWaiterLocked unlinks w, which must be in the list (the future is still
+// pending, so the completer has not detached it).
+func (f *Future[T]) removeWaiterLocked(w *waiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		f.waiters = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	}
+	w.next, w.prev = nil, nil
+}
