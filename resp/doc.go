@@ -1,0 +1,45 @@
+// Package resp is locksmith's RESP2 codec: the wire format between a client and redis-server.
+//
+// # Encoding
+//
+// Commands are appended to a caller-owned []byte (AppendCommand, or AppendArrayLen followed by AppendBulkString,
+// AppendBulkBytes and AppendBulkInt), so that many goroutines' commands can share one outbound buffer per
+// connection and be flushed in one write. The encoder uses no fmt and no reflection and allocates nothing when the
+// buffer has room.
+//
+// # Decoding
+//
+// A Decoder parses from a byte slice that may end anywhere, which is how bytes come off a socket:
+//
+//	for {
+//		v, n, err := dec.Decode(buf)
+//		if errors.Is(err, resp.ErrIncomplete) {
+//			break // read more, append to buf, call again
+//		}
+//		if err != nil {
+//			return err // *ProtocolError: close the connection
+//		}
+//		deliver(v)
+//		buf = buf[n:]
+//	}
+//
+// Decode never consumes anything unless it returns a whole frame, so calling it after every read is safe. It works
+// in two passes: the first validates the whole frame and measures it without allocating (Scan exposes it alone);
+// only then is the Value built. Hence an incomplete frame costs no allocation, a large bulk string still arriving is
+// recognised from its header in O(1), and nothing is ever allocated on the word of a length header before the bytes
+// it announces are present. Limits bound bulk length, array length and nesting depth; anything malformed or over a
+// limit is a *ProtocolError carrying the byte offset at fault. No input makes the decoder panic.
+//
+// Decoded strings are copies: the caller may reuse its read buffer as soon as Decode returns. A frame costs at most
+// two allocations (one for all its strings, one for all its array elements); integers, nulls, OK/PONG/QUEUED and
+// the pub/sub kind words cost none.
+//
+// # Errors
+//
+// An error reply from the server ("-NOSCRIPT ...") is an ordinary Value of Type ErrorReply; Value.Err and the As*
+// accessors turn it into a *ServerError whose Prefix (NOSCRIPT, MOVED, WRONGTYPE, ...) callers branch on with
+// errors.As. A *ProtocolError means the byte stream itself is broken. ErrNil reports a null reply where a value was
+// required; a *TypeError a reply of the wrong type.
+//
+// RESP3 is out of scope: the project speaks RESP2 (no HELLO 3), which every Redis version and Redisson understand.
+package resp
