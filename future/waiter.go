@@ -27,8 +27,13 @@ var waiterPool = sync.Pool{
 
 func getWaiter() *waiter { return waiterPool.Get().(*waiter) }
 
-// putWaiter returns w to the pool; w must be unlinked and its channel empty.
+// putWaiter returns w to the pool; w must be unlinked and its channel empty. A
+// token left behind would wake the next Get that borrows w before its future
+// completes, so that broken invariant panics here rather than there.
 func putWaiter(w *waiter) {
+	if len(w.wake) != 0 {
+		panic("future: internal error: waiter returned to the pool with a pending wake-up")
+	}
 	w.next, w.prev = nil, nil
 	waiterPool.Put(w)
 }
