@@ -190,7 +190,8 @@ func (lim *Limits) token(buf []byte, pos int) (token, error) {
 			return t, nil
 		}
 		// The header alone says whether the payload is all here: O(1) while a large bulk string arrives.
-		if int64(len(buf)-next) < l+2 {
+		// (Written so that no sum can overflow, whatever MaxBulkLen is.)
+		if l > int64(len(buf)-next)-2 {
 			return token{}, ErrIncomplete
 		}
 		end := next + int(l)
@@ -214,21 +215,29 @@ func (lim *Limits) token(buf []byte, pos int) (token, error) {
 }
 
 // line finds the CRLF that ends the simple-string or error line starting at buf[start] and returns the index of
-// its CR. The line may contain neither CR nor LF.
+// its CR. The line may contain neither CR nor LF and be at most MaxBulkLen bytes long. The first problem in byte
+// order is the one reported, so an error, once present, stays the same whatever bytes follow; and the search never
+// looks further than the limit, so waiting for the end of a line costs at most MaxBulkLen per call.
 func (lim *Limits) line(buf []byte, start int) (int, error) {
-	rest := buf[start:]
-	cr := bytes.IndexByte(rest, '\r')
-	body := rest
+	window := buf[start:]
+	if int64(len(window)) > lim.MaxBulkLen {
+		window = window[:lim.MaxBulkLen+1] // fits: MaxBulkLen < len(window)
+	}
+	cr := bytes.IndexByte(window, '\r')
+	body := window
 	if cr >= 0 {
-		body = rest[:cr]
+		body = window[:cr]
 	}
 	if lf := bytes.IndexByte(body, '\n'); lf >= 0 {
 		return 0, protoErr(start+lf, "LF inside a simple string or error line")
 	}
-	if int64(len(body)) > lim.MaxBulkLen {
-		return 0, protoErr(start, "simple string or error line longer than the limit of "+strconv.FormatInt(lim.MaxBulkLen, 10)+" bytes")
+	if cr < 0 {
+		if int64(len(window)) > lim.MaxBulkLen {
+			return 0, protoErr(start, "simple string or error line longer than the limit of "+strconv.FormatInt(lim.MaxBulkLen, 10)+" bytes")
+		}
+		return 0, ErrIncomplete
 	}
-	if cr < 0 || start+cr+1 >= len(buf) {
+	if start+cr+1 >= len(buf) {
 		return 0, ErrIncomplete
 	}
 	if c := buf[start+cr+1]; c != '\n' {
