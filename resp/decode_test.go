@@ -15,10 +15,10 @@ func arr(elems ...Value) Value {
 	return Value{Type: Array, Elems: elems}
 }
 
-func simple(s string) Value { return Value{Type: SimpleString, Str: s} }
+func simple(s string) Value   { return Value{Type: SimpleString, Str: s} }
 func errReply(s string) Value { return Value{Type: ErrorReply, Str: s} }
-func integer(i int64) Value  { return Value{Type: Integer, Int: i} }
-func bulk(s string) Value    { return Value{Type: BulkString, Str: s} }
+func integer(i int64) Value   { return Value{Type: Integer, Int: i} }
+func bulk(s string) Value     { return Value{Type: BulkString, Str: s} }
 
 var (
 	nullBulk  = Value{Type: BulkString, Null: true}
