@@ -1,0 +1,142 @@
+package redistest
+
+import "time"
+
+// Defaults applied when no Option overrides them.
+const (
+	// DefaultStartTimeout bounds how long a start waits for a server to answer
+	// PING (per process, port retries included).
+	DefaultStartTimeout = 10 * time.Second
+
+	// DefaultStopTimeout bounds how long Close waits after SIGTERM before it
+	// sends SIGKILL.
+	DefaultStopTimeout = 5 * time.Second
+
+	// DefaultMasterName is the name under which the Sentinels of a replica set
+	// monitor the master.
+	DefaultMasterName = "mymaster"
+
+	// DefaultSentinelDownAfter is the Sentinels' down-after-milliseconds: how
+	// long the master may stay silent before a failover starts. Short, so a
+	// failover test finishes in a few seconds.
+	DefaultSentinelDownAfter = time.Second
+
+	// DefaultClusterNodeTimeout is the cluster-node-timeout of cluster nodes:
+	// how long a master may stay silent before its replica takes over.
+	DefaultClusterNodeTimeout = 2 * time.Second
+)
+
+// Option configures a server or a topology. Options that concern one server
+// (WithPersistence, WithConfig, WithPassword, WithACLUser, WithTLS) apply to
+// every member of a topology.
+type Option func(*options)
+
+type aclUser struct{ name, pass string }
+
+// options holds the resolved configuration; it is immutable once a server or
+// topology has been started from it.
+type options struct {
+	persistence    bool
+	config         [][2]string
+	password       string
+	users          []aclUser
+	tls            bool
+	port           int
+	startTimeout   time.Duration
+	stopTimeout    time.Duration
+	masterName     string
+	downAfter      time.Duration
+	clusterTimeout time.Duration
+}
+
+func newOptions(opts []Option) options {
+	o := options{
+		startTimeout:   DefaultStartTimeout,
+		stopTimeout:    DefaultStopTimeout,
+		masterName:     DefaultMasterName,
+		downAfter:      DefaultSentinelDownAfter,
+		clusterTimeout: DefaultClusterNodeTimeout,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return o
+}
+
+// WithPersistence turns on the append-only file (appendonly yes, appendfsync
+// everysec), so data written before a Kill survives Restart: Redis writes the
+// AOF to the kernel before it replies, and a killed process loses nothing the
+// kernel already holds.
+func WithPersistence() Option { return func(o *options) { o.persistence = true } }
+
+// WithConfig adds the config file line "key value" after the defaults, so it
+// overrides them. The value is written verbatim, so directives with several
+// words work (WithConfig("client-output-buffer-limit", "pubsub 32mb 8mb 60"));
+// an empty value is written as "".
+func WithConfig(key, value string) Option {
+	return func(o *options) { o.config = append(o.config, [2]string{key, value}) }
+}
+
+// WithPassword sets requirepass (the default user's password). URL and the
+// admin client Do use it.
+func WithPassword(password string) Option { return func(o *options) { o.password = password } }
+
+// WithACLUser adds an ACL user with all permissions (~* &* +@all). The first
+// user added appears in URL. The default user is left as it is (no password
+// unless WithPassword is also given); Do authenticates as the default user when
+// it has a password and otherwise as the first ACL user.
+func WithACLUser(user, password string) Option {
+	return func(o *options) { o.users = append(o.users, aclUser{user, password}) }
+}
+
+// WithTLS serves TLS only: port 0 and tls-port on the chosen port, with a CA,
+// a server and a client certificate generated into the server's directory.
+// Client certificates are optional (tls-auth-clients optional); the
+// *tls.Config from TLSConfig trusts the CA and presents the client certificate.
+func WithTLS() Option { return func(o *options) { o.tls = true } }
+
+// WithPort uses this port instead of a random free one. A start that cannot
+// bind it fails instead of retrying another port. Topologies ignore it.
+func WithPort(port int) Option { return func(o *options) { o.port = port } }
+
+// WithStartTimeout bounds how long a start waits for each process to answer
+// PING (default DefaultStartTimeout).
+func WithStartTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.startTimeout = d
+		}
+	}
+}
+
+// WithMasterName sets the name under which a replica set's Sentinels monitor
+// the master (default DefaultMasterName).
+func WithMasterName(name string) Option {
+	return func(o *options) {
+		if name != "" {
+			o.masterName = name
+		}
+	}
+}
+
+// WithSentinelDownAfter sets a replica set's down-after-milliseconds (default
+// DefaultSentinelDownAfter); it is rounded down to whole milliseconds.
+func WithSentinelDownAfter(d time.Duration) Option {
+	return func(o *options) {
+		if d >= time.Millisecond {
+			o.downAfter = d
+		}
+	}
+}
+
+// WithClusterNodeTimeout sets cluster nodes' cluster-node-timeout (default
+// DefaultClusterNodeTimeout).
+func WithClusterNodeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d >= time.Millisecond {
+			o.clusterTimeout = d
+		}
+	}
+}
