@@ -403,3 +403,64 @@ func TestCompletedRunsCallbacksImmediately(t *testing.T) {
 		t.Fatalf("callback got (%q, %v)", got, gotErr)
 	}
 }
+
+// When completion happens before the waiter's context ends, Get returns the
+// result.
+func TestGetPrefersAResultThatArrivedBeforeTheCancellation(t *testing.T) {
+	for range 200 {
+		p := future.NewPromise[int]()
+		f := p.Future()
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan error)
+		go func() { // owned by this iteration, waited for via got
+			v, err := f.Get(ctx)
+			if err == nil && v != 1 {
+				t.Errorf("Get returned %d", v)
+			}
+			got <- err
+		}()
+		awaitParked(t, f, 1)
+		p.Succeed(1)
+		cancel() // the waiter is woken twice: by the token and by ctx
+		if err := <-got; err != nil {
+			t.Fatalf("Get returned %v although the result arrived first", err)
+		}
+	}
+}
+
+// A parked Get woken by its context while the completer detaches it must still
+// return the result (the future is complete by the time it looks) and collect
+// the wake-up it is owed, so that its pooled waiter goes back clean (putWaiter
+// panics otherwise). With one P the order is forced: cancel readies the waiter
+// on its ctx case, Succeed then detaches it and sends the token before it runs.
+func TestGetWokenByContextDuringCompletionCollectsItsWakeup(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	results := 0
+	for range 200 {
+		p := future.NewPromise[int]()
+		f := p.Future()
+		ctx, cancel := context.WithCancel(context.Background())
+		type outcome struct {
+			v   int
+			err error
+		}
+		got := make(chan outcome)
+		go func() { // owned by this iteration, waited for via got
+			v, err := f.Get(ctx)
+			got <- outcome{v, err}
+		}()
+		awaitParked(t, f, 1)
+		cancel()
+		p.Succeed(1)
+		switch o := <-got; {
+		case o.err == nil && o.v == 1:
+			results++
+		case errors.Is(o.err, context.Canceled) && o.v == 0:
+		default:
+			t.Fatalf("Get returned (%v, %v)", o.v, o.err)
+		}
+	}
+	if results == 0 {
+		t.Fatal("the woken-by-context-after-detach path never ran")
+	}
+}
