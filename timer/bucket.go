@@ -1,0 +1,78 @@
+package timer
+
+// bucket is one slot of the wheel: a doubly linked ring of the timeouts whose target tick maps to the slot, with a
+// sentinel node so that a timeout can be unlinked without knowing its bucket. Owned by the worker: no other
+// goroutine reads or writes a bucket or the next/prev fields of a timeout.
+//
+// A bucket holds timeouts of several rotations. Netty stores each timeout's remaining rounds and decrements them on
+// every visit; here the worker compares the deadline with the end of the tick being processed, which is the same
+// test (remaining rounds = (target tick - current tick) / wheel size, zero exactly when the deadline falls before
+// the end of the current tick) and saves eight bytes per timeout.
+type bucket struct {
+	ring Timeout // sentinel: ring.next is the oldest timeout, ring.prev the newest; never scheduled itself
+}
+
+// init makes b an empty ring. Must be called before first use.
+func (b *bucket) init() {
+	b.ring.next = &b.ring
+	b.ring.prev = &b.ring
+}
+
+// add appends t at the tail of b.
+func (b *bucket) add(t *Timeout) {
+	last := b.ring.prev
+	t.prev = last
+	t.next = &b.ring
+	last.next = t
+	b.ring.prev = t
+}
+
+// unlink removes t from whatever bucket it is in; a no-op if it is in none (so that a cancelled timeout can be
+// unlinked by expiry and again by the cancel queue).
+func unlink(t *Timeout) {
+	if t.next == nil {
+		return
+	}
+	t.prev.next = t.next
+	t.next.prev = t.prev
+	t.next = nil
+	t.prev = nil
+}
+
+// expire runs, in insertion order, every timeout of b whose deadline is before end (the end of the tick being
+// processed), and unlinks those and the cancelled ones. Timeouts of later rotations stay. Tasks may schedule and
+// cancel timeouts while this runs: that only pushes onto the queues, never touches a bucket.
+func (b *bucket) expire(w *Timer, end int64) {
+	for t := b.ring.next; t != &b.ring; {
+		next := t.next // saved before unlink clears it
+		switch t.loadState() {
+		case stateCancelled:
+			unlink(t)
+		case stateScheduled:
+			if t.deadline < end {
+				unlink(t)
+				// The CAS is the point where expiry and Cancel race: whoever wins decides, exactly once.
+				if t.casState(stateScheduled, stateExpired) {
+					w.pending.Add(-1)
+					w.runTask(t)
+				}
+			}
+		}
+		t = next
+	}
+}
+
+// drain unlinks every timeout of b, appending those still scheduled to unrun after moving them to stateStopped.
+// Used by the worker on its way out.
+func (b *bucket) drain(w *Timer, unrun []*Timeout) []*Timeout {
+	for t := b.ring.next; t != &b.ring; {
+		next := t.next
+		unlink(t)
+		if t.casState(stateScheduled, stateStopped) {
+			w.pending.Add(-1)
+			unrun = append(unrun, t)
+		}
+		t = next
+	}
+	return unrun
+}
