@@ -215,9 +215,15 @@ func (f *Future[T]) OnComplete(fn func(v T, err error)) {
 	}
 	// Pending, completing or notifying: the completer takes the queue under mu
 	// and keeps draining until it finds it empty, so fn cannot be lost.
-	if f.cb0 == nil {
+	switch {
+	case f.cb0 == nil:
 		f.cb0 = fn
-	} else {
+	case f.cbs == nil:
+		// Room for a few more at once: append would grow 1, 2, 4, one
+		// allocation each.
+		f.cbs = make([]func(T, error), 1, 4)
+		f.cbs[0] = fn
+	default:
 		f.cbs = append(f.cbs, fn)
 	}
 	f.mu.Unlock()
