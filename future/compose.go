@@ -79,8 +79,8 @@ func failOnPanic[U any](p *Promise[U]) {
 // All with no futures is complete at once with an empty slice.
 //
 // All completes on the goroutine that completes the last input (or on the
-// caller's when every input is already complete). Cost: a fixed four allocations
-// plus one callback closure per input.
+// caller's when every input is already complete). Cost: three allocations plus
+// one callback closure per input, and two more when inputs fail (the error list).
 func All[T any](fs ...*Future[T]) *Future[[]T] {
 	a := &allOf[T]{
 		fs:   slices.Clone(fs), // the caller may reuse its slice
