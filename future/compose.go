@@ -13,7 +13,8 @@ import (
 // fn runs as a callback of f (see OnComplete): on f's completer goroutine, or
 // immediately on the caller's goroutine when f is already complete. So fn must
 // not block. If fn panics, the returned future fails with a *PanicError and the
-// panic is re-raised, as for any callback. A nil fn yields a future failed with
+// panic is re-raised, as for any callback; if fn calls runtime.Goexit, the
+// returned future fails with ErrAborted. A nil fn yields a future failed with
 // ErrNilFunc.
 //
 // Cost: two allocations (the new promise and the callback closure).
@@ -24,8 +25,11 @@ func Then[T, U any](f *Future[T], fn func(v T, err error) (U, error)) *Future[U]
 	}
 	p := NewPromise[U]()
 	f.OnComplete(func(v T, err error) {
-		defer failOnPanic(p)
-		p.Complete(fn(v, err))
+		returned := false
+		defer failIfAborted(p, &returned)
+		u, err := fn(v, err)
+		returned = true
+		p.Complete(u, err)
 	})
 	return p.Future()
 }
@@ -45,8 +49,10 @@ func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future
 	}
 	p := NewPromise[U]()
 	f.OnComplete(func(v T, err error) {
-		defer failOnPanic(p)
+		returned := false
+		defer failIfAborted(p, &returned)
 		g := fn(v, err)
+		returned = true
 		if g == nil {
 			p.Fail(ErrNilFuture)
 			return
@@ -56,15 +62,24 @@ func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future
 	return p.Future()
 }
 
-// failOnPanic is deferred by the callbacks of Then and Compose: a panic in the
-// user's function must not leave the derived future pending forever, so the
-// future fails with the panic before it propagates.
-func failOnPanic[U any](p *Promise[U]) {
-	if r := recover(); r != nil {
-		pe := newPanicError(r)
-		p.Fail(pe)
-		panic(pe)
+// failIfAborted is deferred by the callbacks of Then and Compose: a user
+// function that does not return must not leave the derived future pending
+// forever. On a panic the future fails with the *PanicError before the panic
+// propagates; on runtime.Goexit (recover reports nil) it fails with ErrAborted
+// and the goroutine goes on exiting. Once fn has returned there is nothing to
+// do: a later panic comes from p's own callbacks, after p is complete.
+func failIfAborted[U any](p *Promise[U], returned *bool) {
+	if *returned {
+		return
 	}
+	r := recover()
+	if r == nil {
+		p.Fail(ErrAborted)
+		return
+	}
+	pe := newPanicError(r)
+	p.Fail(pe)
+	panic(pe)
 }
 
 // All returns a future that completes once every future in fs has completed,

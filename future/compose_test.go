@@ -3,6 +3,7 @@ package future_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -187,4 +188,18 @@ func TestAllEdgeCases(t *testing.T) {
 	if !ok || !errors.Is(err, future.ErrNilFuture) || !slices.Equal(v, []int{1, 0}) {
 		t.Fatalf("All with a nil input: (%v, %v, %v)", v, err, ok)
 	}
+}
+
+func TestThenAndComposeFailWhenTheFunctionCallsGoexit(t *testing.T) {
+	p := future.NewPromise[int]()
+	mapped := future.Then(p.Future(), func(int, error) (int, error) { runtime.Goexit(); return 0, nil })
+	composed := future.Compose(p.Future(), func(int, error) *future.Future[int] { runtime.Goexit(); return nil })
+	exited := make(chan struct{})
+	go func() { // the completer; owned by this test, waited for via exited
+		defer close(exited)
+		p.Succeed(1)
+	}()
+	<-exited
+	wantResult(t, mapped, 0, future.ErrAborted)
+	wantResult(t, composed, 0, future.ErrAborted)
 }

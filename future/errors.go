@@ -14,6 +14,10 @@ var (
 	// function given to Compose returns a nil *Future, or when All is given a nil
 	// future. Return or pass a future, e.g. Completed(v, err).
 	ErrNilFuture = errors.New("future: nil *Future; use Completed(v, err) for a result that is already known")
+	// ErrAborted is returned (as the error of the resulting future) when the
+	// function given to Then or Compose ended its goroutine with runtime.Goexit
+	// (t.FailNow does) instead of returning. Return a result or an error instead.
+	ErrAborted = errors.New("future: the function given to Then or Compose called runtime.Goexit instead of returning")
 )
 
 // PanicError reports a panic inside a callback or inside the function given to
