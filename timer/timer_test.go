@@ -1,0 +1,622 @@
+package timer
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+const testTick = 10 * time.Millisecond
+
+// newManualTimer returns a Timer on a manual clock, with its worker started (by a sentinel timeout far in the
+// future, which also keeps the worker from parking) and asleep, ready for step.
+func newManualTimer(tb testing.TB, cfg Config) (*Timer, *manualClock) {
+	tb.Helper()
+	c := newManualClock()
+	cfg.clock = c
+	tm := New(cfg)
+	if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), 1000*time.Hour); err != nil {
+		tb.Fatalf("NewTimeout(sentinel): %v", err)
+	}
+	c.awaitSleep(tb)
+	return tm, c
+}
+
+// probe is a task that records when (on the manual clock) and how often it ran.
+type probe struct {
+	c        *manualClock
+	deadline int64 // created + max(delay, 0)
+	runs     atomic.Int32
+	ranAt    atomic.Int64
+}
+
+func newProbe(c *manualClock, delay time.Duration) *probe {
+	return &probe{c: c, deadline: c.now() + int64(max(delay, 0))}
+}
+
+func (p *probe) Run(*Timeout) {
+	p.ranAt.Store(p.c.now())
+	p.runs.Add(1)
+}
+
+func TestTimeoutNeverRunsBeforeItsDelay(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 8}) // rotation 80 ms: most delays take rounds
+	defer stopTimer(t, tm)
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() time.Duration {
+		switch rng.IntN(8) {
+		case 0:
+			return -time.Duration(rng.Int64N(int64(time.Second)))
+		case 1:
+			return 0
+		case 2:
+			return testTick - 1
+		case 3:
+			return testTick
+		case 4:
+			return testTick + 1
+		default:
+			return time.Duration(rng.Int64N(int64(50 * testTick))) // up to six rotations
+		}
+	}
+	var probes []*probe
+	const maxStep = 25 * time.Millisecond
+	for range 500 {
+		for range 4 {
+			d := pick()
+			p := newProbe(c, d)
+			if _, err := tm.NewTimeout(p, d); err != nil {
+				t.Fatal(err)
+			}
+			probes = append(probes, p)
+		}
+		c.step(t, 1+time.Duration(rng.Int64N(int64(maxStep))))
+	}
+	for range 60 { // past the longest delay
+		c.step(t, testTick)
+	}
+	for i, p := range probes {
+		if n := p.runs.Load(); n != 1 {
+			t.Fatalf("probe %d ran %d times, want 1", i, n)
+		}
+		ran := p.ranAt.Load()
+		if ran < p.deadline {
+			t.Fatalf("probe %d ran %v early", i, time.Duration(p.deadline-ran))
+		}
+		if late := time.Duration(ran - p.deadline); late > testTick+maxStep {
+			t.Fatalf("probe %d ran %v late, want at most a tick plus a clock step (%v)", i, late, testTick+maxStep)
+		}
+	}
+}
+
+func TestLatenessIsAtMostOneTick(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 16})
+	defer stopTimer(t, tm)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var probes []*probe
+	for range 300 {
+		for range 3 {
+			d := time.Duration(rng.Int64N(int64(40 * testTick)))
+			p := newProbe(c, d)
+			if _, err := tm.NewTimeout(p, d); err != nil {
+				t.Fatal(err)
+			}
+			probes = append(probes, p)
+		}
+		c.step(t, testTick)
+	}
+	for range 45 {
+		c.step(t, testTick)
+	}
+	for i, p := range probes {
+		late := time.Duration(p.ranAt.Load() - p.deadline)
+		if p.runs.Load() != 1 || late <= 0 || late > testTick {
+			t.Fatalf("probe %d: runs %d, lateness %v; want one run, lateness in (0, %v]", i, p.runs.Load(), late, testTick)
+		}
+	}
+}
+
+func TestZeroAndNegativeDelaysRunAtTheEndOfTheCurrentTick(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick})
+	defer stopTimer(t, tm)
+	c.step(t, 4*time.Millisecond) // into the middle of tick 0; wakes nobody
+	zero, neg := newProbe(c, 0), newProbe(c, -time.Hour)
+	for _, p := range []*probe{zero, neg} {
+		if _, err := tm.NewTimeout(p, time.Duration(p.deadline-c.now())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.step(t, 5*time.Millisecond) // 9 ms: tick 0 has not ended
+	if zero.runs.Load()+neg.runs.Load() != 0 {
+		t.Fatal("a task ran before the end of its tick")
+	}
+	c.step(t, time.Millisecond) // 10 ms: end of tick 0
+	if zero.runs.Load() != 1 || neg.runs.Load() != 1 {
+		t.Fatalf("runs after the tick ended: zero %d, negative %d; want 1 and 1", zero.runs.Load(), neg.runs.Load())
+	}
+}
+
+// lagObserver records what the worker reports.
+type lagObserver struct {
+	mu   sync.Mutex
+	lags []time.Duration
+	slow []time.Duration
+	who  []*Timeout
+}
+
+func (o *lagObserver) SlowTask(t *Timeout, took time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.slow = append(o.slow, took)
+	o.who = append(o.who, t)
+}
+
+func (o *lagObserver) TickLag(lag time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.lags = append(o.lags, lag)
+}
+
+func TestCatchUpAfterAStallVisitsEachBucketOnceAndNeverRunsEarly(t *testing.T) {
+	const wheel = 16
+	obs := &lagObserver{}
+	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: wheel, Observer: obs})
+	defer stopTimer(t, tm)
+	rng := rand.New(rand.NewPCG(5, 6))
+	const rotation = wheel * testTick
+	var due, later []*probe
+	for range 400 {
+		d := time.Duration(rng.Int64N(int64(10 * rotation)))
+		p := newProbe(c, d)
+		if _, err := tm.NewTimeout(p, d); err != nil {
+			t.Fatal(err)
+		}
+		due = append(due, p)
+	}
+	for range 50 {
+		d := 100*rotation + time.Duration(rng.Int64N(int64(10*rotation))) // past the stall's end
+		p := newProbe(c, d)
+		if _, err := tm.NewTimeout(p, d); err != nil {
+			t.Fatal(err)
+		}
+		later = append(later, p)
+	}
+	before := tm.ticks.Load()
+	c.step(t, 100*rotation) // one jump of 1,600 ticks, as after the process was starved
+	if n := tm.ticks.Load() - before; n > wheel {
+		t.Fatalf("catching up a 100-rotation stall processed %d ticks, want at most the wheel size %d", n, wheel)
+	}
+	for i, p := range due {
+		if p.runs.Load() != 1 || p.ranAt.Load() < p.deadline {
+			t.Fatalf("overdue probe %d: runs %d, ran at %d, deadline %d", i, p.runs.Load(), p.ranAt.Load(), p.deadline)
+		}
+	}
+	for i, p := range later {
+		if p.runs.Load() != 0 {
+			t.Fatalf("probe %d, due after the stall, ran during the catch-up", i)
+		}
+	}
+	obs.mu.Lock()
+	lags := obs.lags
+	obs.mu.Unlock()
+	if len(lags) != 1 || lags[0] < 99*rotation {
+		t.Fatalf("TickLag reports %v, want one report of about %v", lags, 100*rotation)
+	}
+	for range 11 * wheel {
+		c.step(t, testTick)
+	}
+	for i, p := range later {
+		if p.runs.Load() != 1 || p.ranAt.Load() < p.deadline {
+			t.Fatalf("probe %d after the stall: runs %d, ran at %d, deadline %d", i, p.runs.Load(), p.ranAt.Load(), p.deadline)
+		}
+	}
+}
+
+func TestSlowTaskIsReportedToTheObserver(t *testing.T) {
+	obs := &lagObserver{}
+	tm, c := newManualTimer(t, Config{Tick: testTick, SlowTask: 20 * time.Millisecond, Observer: obs})
+	defer stopTimer(t, tm)
+	quick, err := tm.NewTimeout(TaskFunc(func(*Timeout) { c.advance(time.Millisecond) }), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := tm.NewTimeout(TaskFunc(func(*Timeout) { c.advance(25 * time.Millisecond) }), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.step(t, testTick)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.slow) != 1 || obs.who[0] != slow || obs.slow[0] != 25*time.Millisecond {
+		t.Fatalf("SlowTask reports %v for %v; want one, of 25ms, for the slow task (quick task %p)", obs.slow, obs.who, quick)
+	}
+}
+
+func TestIdleTimerParksAndWakesOnNewTimeout(t *testing.T) {
+	c := newManualClock()
+	tm := New(Config{Tick: testTick, clock: c})
+	defer stopTimer(t, tm)
+	first := newProbe(c, testTick)
+	if _, err := tm.NewTimeout(first, testTick); err != nil {
+		t.Fatal(err)
+	}
+	c.awaitSleep(t)
+	c.advance(2 * testTick) // runs first; then nothing is pending and the worker parks instead of sleeping
+	awaitParked(t, tm)
+	if first.runs.Load() != 1 {
+		t.Fatalf("first ran %d times", first.runs.Load())
+	}
+	ticks := tm.ticks.Load()
+	if c.advance(1000 * testTick) {
+		t.Fatal("a parked worker was sleeping on the clock")
+	}
+	second := newProbe(c, 2*testTick)
+	if _, err := tm.NewTimeout(second, 2*testTick); err != nil {
+		t.Fatal(err)
+	}
+	c.awaitSleep(t) // woken by NewTimeout, back on the clock
+	c.step(t, testTick)
+	c.step(t, testTick)
+	c.advance(testTick) // runs second, after which the worker parks again
+	awaitParked(t, tm)
+	if second.runs.Load() != 1 || second.ranAt.Load() < second.deadline {
+		t.Fatalf("second: runs %d, ran at %d, deadline %d", second.runs.Load(), second.ranAt.Load(), second.deadline)
+	}
+	if n := tm.ticks.Load() - ticks; n > 4 {
+		t.Fatalf("after parking the worker processed %d ticks; it should not replay the %d idle ones", n, 1000)
+	}
+}
+
+// awaitParked waits until the worker has parked. No event marks parking, so this polls, with a bound.
+func awaitParked(tb testing.TB, tm *Timer) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !tm.parked.Load() {
+		if time.Now().After(deadline) {
+			dumpGoroutines(tb)
+			tb.Fatal("stall: the worker did not park with nothing pending")
+		}
+		runtime.Gosched()
+	}
+}
+
+// bucketed counts the timeouts in the wheel. Call only while the worker sleeps (after step or awaitSleep).
+func bucketed(tm *Timer) int {
+	n := 0
+	for i := range tm.wheel {
+		for to := tm.wheel[i].ring.next; to != &tm.wheel[i].ring; to = to.next {
+			n++
+		}
+	}
+	return n
+}
+
+func TestAFloodOfAdditionsCannotStarveExpiry(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick, workPerTick: 10})
+	defer stopTimer(t, tm)
+	due := newProbe(c, 3*testTick)
+	if _, err := tm.NewTimeout(due, 3*testTick); err != nil {
+		t.Fatal(err)
+	}
+	c.step(t, testTick) // due is in its bucket
+	for range 1000 {
+		if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		c.step(t, testTick)
+	}
+	if due.runs.Load() != 1 || due.ranAt.Load() < due.deadline || due.ranAt.Load() > due.deadline+int64(testTick) {
+		t.Fatalf("due: runs %d, ran at %d, deadline %d", due.runs.Load(), due.ranAt.Load(), due.deadline)
+	}
+	if n := bucketed(tm); n > 1+3*10 {
+		t.Fatalf("%d timeouts in buckets after 3 ticks with a cap of 10 per tick", n)
+	}
+	for range 100 {
+		c.step(t, testTick)
+	}
+	if n := bucketed(tm); n != 1001 { // the flood and the sentinel
+		t.Fatalf("%d timeouts in buckets after the backlog drained, want 1001", n)
+	}
+}
+
+func TestSameTickRunsInSubmissionOrder(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick})
+	defer stopTimer(t, tm)
+	var order []int // appended on the worker, read after it sleeps
+	for i := range 100 {
+		if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) { order = append(order, i) }), testTick); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.step(t, 2*testTick)
+	if len(order) != 100 {
+		t.Fatalf("%d of 100 ran", len(order))
+	}
+	for i, v := range order {
+		if v != i {
+			t.Fatalf("run order %v, want submission order", order)
+		}
+	}
+}
+
+func TestCancelIsExact(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick})
+	defer stopTimer(t, tm)
+	a, b := newProbe(c, testTick), newProbe(c, testTick)
+	ta, err := tm.NewTimeout(a, testTick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := tm.NewTimeout(b, testTick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tm.Pending(); got != 3 {
+		t.Fatalf("Pending = %d, want 3 (two and the sentinel)", got)
+	}
+	if !ta.Cancel() {
+		t.Fatal("Cancel of a queued timeout = false")
+	}
+	if ta.Cancel() {
+		t.Fatal("second Cancel = true")
+	}
+	if got := tm.Pending(); got != 2 {
+		t.Fatalf("Pending after Cancel = %d, want 2", got)
+	}
+	c.step(t, 2*testTick)
+	if a.runs.Load() != 0 || b.runs.Load() != 1 {
+		t.Fatalf("runs: cancelled %d, other %d; want 0 and 1", a.runs.Load(), b.runs.Load())
+	}
+	if tb.Cancel() {
+		t.Fatal("Cancel after the task ran = true")
+	}
+	if !ta.IsCancelled() || ta.IsExpired() || tb.IsCancelled() || !tb.IsExpired() {
+		t.Fatalf("states: a cancelled %v expired %v, b cancelled %v expired %v",
+			ta.IsCancelled(), ta.IsExpired(), tb.IsCancelled(), tb.IsExpired())
+	}
+	if ta.Task() != Task(a) || ta.Timer() != tm {
+		t.Fatal("Task or Timer does not return what was scheduled")
+	}
+}
+
+func TestCancelOfAScheduledTimeoutUnlinksItOnTheNextTick(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick})
+	defer stopTimer(t, tm)
+	to, err := tm.NewTimeout(TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.step(t, testTick)
+	if to.next == nil {
+		t.Fatal("the timeout is not in a bucket after a tick")
+	}
+	if !to.Cancel() {
+		t.Fatal("Cancel = false")
+	}
+	c.step(t, testTick)
+	if to.next != nil || bucketed(tm) != 1 {
+		t.Fatalf("after the next tick the cancelled timeout is still linked (%d in buckets)", bucketed(tm))
+	}
+}
+
+func TestStopReturnsTheTimeoutsThatNeverRan(t *testing.T) {
+	tm := New(Config{Tick: time.Millisecond})
+	var ran sync.WaitGroup
+	ran.Add(10)
+	for range 10 {
+		if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) { ran.Done() }), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[*Timeout]bool{}
+	var cancelled []*Timeout
+	for i := range 100 {
+		to, err := tm.NewTimeout(TaskFunc(func(*Timeout) { t.Error("a far task ran") }), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 {
+			if !to.Cancel() {
+				t.Fatal("Cancel = false")
+			}
+			cancelled = append(cancelled, to)
+		} else {
+			want[to] = true
+		}
+	}
+	done := make(chan struct{})
+	go func() { ran.Wait(); close(done) }() // owned by this test; exits when the ten tasks have run
+	awaitClosed(t, "the ten immediate tasks", done, 20*time.Second)
+
+	unrun := stopTimer(t, tm)
+	if len(unrun) != len(want) {
+		t.Fatalf("Stop returned %d timeouts, want %d", len(unrun), len(want))
+	}
+	for _, to := range unrun {
+		if !want[to] {
+			t.Fatal("Stop returned a timeout that ran or was cancelled")
+		}
+		delete(want, to)
+		if to.IsCancelled() || to.IsExpired() {
+			t.Fatal("an unrun timeout reports cancelled or expired")
+		}
+		if !to.Cancel() {
+			t.Fatal("Cancel of a timeout returned by Stop = false")
+		}
+	}
+	for _, to := range cancelled {
+		if to.Cancel() || !to.IsCancelled() {
+			t.Fatal("a cancelled timeout changed state after Stop")
+		}
+	}
+	if n := tm.Pending(); n != 0 {
+		t.Fatalf("Pending after Stop = %d", n)
+	}
+	if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), 0); !errors.Is(err, ErrStopped) {
+		t.Fatalf("NewTimeout after Stop: %v, want ErrStopped", err)
+	}
+	if again, err := tm.Stop(); again != nil || err != nil {
+		t.Fatalf("second Stop = %v, %v; want nil, nil", again, err)
+	}
+}
+
+func TestStopFromATaskIsRefused(t *testing.T) {
+	tm := New(Config{Tick: time.Millisecond})
+	got := make(chan error, 1)
+	if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {
+		_, err := tm.Stop()
+		got <- err
+	}), 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrStopFromTask) {
+			t.Fatalf("Stop from a task: %v, want ErrStopFromTask", err)
+		}
+	case <-time.After(20 * time.Second):
+		dumpGoroutines(t)
+		t.Fatal("stall: Stop from a task did not return")
+	}
+	if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), 0); err != nil {
+		t.Fatalf("the refused Stop stopped the timer: %v", err)
+	}
+	stopTimer(t, tm)
+}
+
+func TestStopBeforeTheFirstTimeoutStartsNothing(t *testing.T) {
+	tm := New(Config{})
+	if unrun, err := tm.Stop(); unrun != nil || err != nil {
+		t.Fatalf("Stop = %v, %v", unrun, err)
+	}
+	if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), 0); !errors.Is(err, ErrStopped) {
+		t.Fatalf("NewTimeout after Stop: %v, want ErrStopped", err)
+	}
+	if unrun, err := tm.Stop(); unrun != nil || err != nil {
+		t.Fatalf("second Stop = %v, %v", unrun, err)
+	}
+}
+
+func TestPendingCapRefusesTimeoutsOverTheLimit(t *testing.T) {
+	tm := New(Config{MaxPending: 3})
+	var tos []*Timeout
+	for range 3 {
+		to, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tos = append(tos, to)
+	}
+	_, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), time.Hour)
+	var limit *PendingLimitError
+	if !errors.Is(err, ErrTooManyPending) || !errors.As(err, &limit) || limit.Limit != 3 {
+		t.Fatalf("fourth NewTimeout: %v, want a PendingLimitError of 3 matching ErrTooManyPending", err)
+	}
+	if tm.Pending() != 3 {
+		t.Fatalf("Pending = %d after a refusal, want 3", tm.Pending())
+	}
+	tos[0].Cancel()
+	if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), time.Hour); err != nil {
+		t.Fatalf("NewTimeout after a Cancel freed a slot: %v", err)
+	}
+	if unrun := stopTimer(t, tm); len(unrun) != 3 {
+		t.Fatalf("Stop returned %d, want 3", len(unrun))
+	}
+}
+
+func TestNilTaskIsAnError(t *testing.T) {
+	tm := New(Config{})
+	if _, err := tm.NewTimeout(nil, 0); !errors.Is(err, ErrNilTask) {
+		t.Fatalf("NewTimeout(nil): %v, want ErrNilTask", err)
+	}
+	stopTimer(t, tm)
+}
+
+func TestHugeDelayNeverFallsDue(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 4})
+	to, err := tm.NewTimeout(TaskFunc(func(*Timeout) { t.Error("ran") }), math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if to.deadline != math.MaxInt64 {
+		t.Fatalf("deadline %d, want saturation at MaxInt64", to.deadline)
+	}
+	for range 20 {
+		c.step(t, testTick)
+	}
+	c.step(t, 1000*time.Hour) // even past the sentinel: the catch-up must not run it
+	unrun := stopTimer(t, tm)
+	found := false
+	for _, u := range unrun {
+		found = found || u == to
+	}
+	if !found {
+		t.Fatal("Stop did not return the never-due timeout")
+	}
+}
+
+func TestRearmFromATask(t *testing.T) {
+	tm := New(Config{Tick: time.Millisecond})
+	defer stopTimer(t, tm)
+	const runs = 30
+	done := make(chan struct{})
+	var n atomic.Int64
+	var armed time.Time // written and read on the worker (and first by this goroutine before it is shared)
+	var task Task
+	task = TaskFunc(func(*Timeout) {
+		if time.Since(armed) < 2*time.Millisecond {
+			t.Error("a re-armed task ran early")
+		}
+		if n.Add(1) == runs {
+			close(done)
+			return
+		}
+		armed = time.Now()
+		if _, err := tm.NewTimeout(task, 2*time.Millisecond); err != nil {
+			t.Error(err)
+		}
+	})
+	armed = time.Now()
+	if _, err := tm.NewTimeout(task, 2*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	awaitProgress(t, "re-arm chain", done, n.Load, 10*time.Second)
+}
+
+func TestConfigDefaultsAndRounding(t *testing.T) {
+	for _, tc := range []struct {
+		in               Config
+		tick             time.Duration
+		wheel            int
+		maxPending, slow int64
+	}{
+		{Config{}, DefaultTick, DefaultWheelSize, 0, int64(DefaultSlowTask)},
+		{Config{Tick: time.Microsecond, WheelSize: 1000, MaxPending: -5}, MinTick, 1024, 0, int64(DefaultSlowTask)},
+		{Config{Tick: 100 * time.Millisecond, WheelSize: 1, SlowTask: time.Second}, 100 * time.Millisecond, 1, 0, int64(time.Second)},
+		{Config{WheelSize: 513, MaxPending: 7}, DefaultTick, 1024, 7, int64(DefaultSlowTask)},
+		{Config{WheelSize: math.MaxInt}, DefaultTick, MaxWheelSize, 0, int64(DefaultSlowTask)},
+	} {
+		tm := New(tc.in)
+		if time.Duration(tm.tick) != tc.tick || int(tm.mask+1) != tc.wheel || tm.maxPending != tc.maxPending || tm.slowTask != tc.slow {
+			t.Errorf("New(%+v): tick %v wheel %d maxPending %d slow %v; want %v %d %d %v", tc.in,
+				time.Duration(tm.tick), tm.mask+1, tm.maxPending, time.Duration(tm.slowTask), tc.tick, tc.wheel, tc.maxPending, time.Duration(tc.slow))
+		}
+	}
+}
+
+func TestTimeoutIsOneCacheLine(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("layout target is for 64-bit platforms")
+	}
+	if s := unsafe.Sizeof(Timeout{}); s != 64 {
+		t.Fatalf("Timeout is %d bytes, want 64 (the heap target is 100 B per pending timeout)", s)
+	}
+}
