@@ -85,8 +85,10 @@ func (f *Future[T]) complete() bool { return f.state() >= stateNotifying }
 // observe its result. If completion and the end of ctx race, Get returns the
 // result whenever it is available by the time Get notices ctx.
 //
-// A ctx whose Done channel is nil (context.Background) makes Get wait without a
-// select. Get is safe for concurrent use.
+// Get returns as soon as the result is visible, which may be before the
+// future's callbacks have run (they run on the completer's goroutine after the
+// waiters are woken). A ctx whose Done channel is nil (context.Background) makes
+// Get wait without a select. Get is safe for concurrent use.
 //
 // Cost: Get on a complete future is one atomic load. A Get that has to block
 // parks on a wake-up token borrowed from a process-wide sync.Pool (see waiter),
