@@ -16,38 +16,39 @@ type builder struct {
 // so that appending to it never writes into shared memory.
 var emptyElems = []Value{}
 
-// value builds the value at buf[pos] and returns the index just past it. The frame is known to be valid, and its
-// depth to be within the limit, which bounds the recursion.
-func (b *builder) value(pos int, lim Limits) (Value, int) {
-	t, _ := lim.token(b.buf, pos) // cannot fail: scan accepted the frame
-	if t.typ != Array || t.null {
-		return b.scalar(t), t.next
-	}
-	if t.n == 0 {
-		return Value{Type: Array, Elems: emptyElems}, t.next
+// fill builds the value at buf[pos] into *v and returns the index just past it. The frame is known to be valid,
+// and its depth to be within the limit, which bounds the recursion.
+func (b *builder) fill(v *Value, pos int, lim *Limits) int {
+	var t token
+	_ = lim.token(b.buf, pos, &t) // cannot fail: scan accepted the frame
+	if t.typ != Array || t.null || t.n == 0 {
+		b.scalar(v, &t)
+		return t.next
 	}
 	n := int(t.n)
 	elems := b.elems[:n:n] // full slice expression: appending to one array must not overwrite its neighbour
 	b.elems = b.elems[n:]
 	next := t.next
 	for i := range elems {
-		elems[i], next = b.value(next, lim)
+		next = b.fill(&elems[i], next, lim)
 	}
-	return Value{Type: Array, Elems: elems}, next
+	v.Type, v.Elems = Array, elems
+	return next
 }
 
-// scalar builds a non-array value, or a null array, from its token.
-func (b *builder) scalar(t token) Value {
-	switch t.typ {
-	case Integer:
-		return Value{Type: Integer, Int: t.n}
-	case Array: // null
-		return Value{Type: Array, Null: true}
+// scalar builds a value that holds no elements (anything but a non-empty array) into *v, which is zero.
+func (b *builder) scalar(v *Value, t *token) {
+	v.Type = t.typ
+	switch {
+	case t.null:
+		v.Null = true
+	case t.typ == Integer:
+		v.Int = t.n
+	case t.typ == Array:
+		v.Elems = emptyElems
+	default:
+		v.Str = b.str(b.buf[t.lo:t.hi])
 	}
-	if t.null {
-		return Value{Type: t.typ, Null: true}
-	}
-	return Value{Type: t.typ, Str: b.str(b.buf[t.lo:t.hi])}
 }
 
 // str returns a copy of p as a string, without allocating for common words and single bytes.

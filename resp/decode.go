@@ -70,24 +70,22 @@ type Decoder struct {
 // strings and once for all its array elements.
 func (d *Decoder) Decode(buf []byte) (v Value, n int, err error) {
 	lim := d.Limits.resolved()
-	if len(buf) > 0 && buf[0] != '*' {
-		// A scalar: validating and building are one step.
-		t, err := lim.token(buf, 0)
-		if err != nil {
-			return Value{}, 0, err
-		}
+	var t token
+	if err := lim.token(buf, 0, &t); err != nil {
+		return Value{}, 0, err
+	}
+	if t.typ != Array || t.null || t.n == 0 {
+		// A scalar, a null or an empty array: validating it was decoding it.
 		b := builder{buf: buf}
-		return b.scalar(t), t.next, nil
+		b.scalar(&v, &t)
+		return v, t.next, nil
 	}
 	f, err := lim.scan(buf)
 	if err != nil {
 		return Value{}, 0, err
 	}
-	b := builder{buf: buf, strNeed: f.strBytes}
-	if f.elems > 0 {
-		b.elems = make([]Value, f.elems)
-	}
-	v, n = b.value(0, lim)
+	b := builder{buf: buf, strNeed: f.strBytes, elems: make([]Value, f.elems)}
+	n = b.fill(&v, 0, &lim)
 	return v, n, nil
 }
 
@@ -115,9 +113,9 @@ func (lim *Limits) scan(buf []byte) (frame, error) {
 	var inline [DefaultMaxDepth]int64
 	open := inline[:0] // open[i]: elements still expected by the array at depth i+1
 	pos := 0
+	var t token
 	for {
-		t, err := lim.token(buf, pos)
-		if err != nil {
+		if err := lim.token(buf, pos, &t); err != nil {
 			return frame{}, err
 		}
 		switch t.typ {
@@ -159,59 +157,60 @@ type token struct {
 	next   int   // index just past the value (for an array, just past its header)
 }
 
-// token validates the value header that starts at buf[pos] and, for scalars, the whole value.
-func (lim *Limits) token(buf []byte, pos int) (token, error) {
+// token validates the value header that starts at buf[pos] and, for scalars, the whole value, and describes it in
+// *t (written through a pointer: this is the decoder's innermost call, and copying results out costs).
+func (lim *Limits) token(buf []byte, pos int, t *token) error {
 	if pos >= len(buf) {
-		return token{}, ErrIncomplete
+		return ErrIncomplete
 	}
-	t := token{typ: Type(buf[pos])}
+	t.typ = Type(buf[pos])
 	switch t.typ {
 	case SimpleString, ErrorReply:
 		end, err := lim.line(buf, pos+1)
 		if err != nil {
-			return token{}, err
+			return err
 		}
-		t.lo, t.hi, t.next = pos+1, end, end+2
-		return t, nil
+		t.null, t.lo, t.hi, t.next = false, pos+1, end, end+2
+		return nil
 	case Integer:
 		v, next, err := integerLine(buf, pos+1)
 		if err != nil {
-			return token{}, err
+			return err
 		}
-		t.n, t.next = v, next
-		return t, nil
+		t.null, t.n, t.next = false, v, next
+		return nil
 	case BulkString:
 		l, next, err := lim.length(buf, pos+1, lim.MaxBulkLen, "bulk string")
 		if err != nil {
-			return token{}, err
+			return err
 		}
 		if l < 0 {
 			t.null, t.next = true, next
-			return t, nil
+			return nil
 		}
 		// The header alone says whether the payload is all here: O(1) while a large bulk string arrives.
 		// (Written so that no sum can overflow, whatever MaxBulkLen is.)
 		if l > int64(len(buf)-next)-2 {
-			return token{}, ErrIncomplete
+			return ErrIncomplete
 		}
 		end := next + int(l)
 		if buf[end] != '\r' {
-			return token{}, protoErr(end, "bulk string of "+strconv.FormatInt(l, 10)+" bytes not followed by CR: found "+quoteByte(buf[end]))
+			return protoErr(end, "bulk string of "+strconv.FormatInt(l, 10)+" bytes not followed by CR: found "+quoteByte(buf[end]))
 		}
 		if buf[end+1] != '\n' {
-			return token{}, protoErr(end+1, "expected LF after CR, found "+quoteByte(buf[end+1]))
+			return protoErr(end+1, "expected LF after CR, found "+quoteByte(buf[end+1]))
 		}
-		t.lo, t.hi, t.next = next, end, end+2
-		return t, nil
+		t.null, t.lo, t.hi, t.next = false, next, end, end+2
+		return nil
 	case Array:
 		l, next, err := lim.length(buf, pos+1, lim.MaxArrayLen, "array")
 		if err != nil {
-			return token{}, err
+			return err
 		}
 		t.null, t.n, t.next = l < 0, l, next
-		return t, nil
+		return nil
 	}
-	return token{}, protoErr(pos, "unknown type byte "+quoteByte(buf[pos])+" (want one of + - : $ *)")
+	return protoErr(pos, "unknown type byte "+quoteByte(buf[pos])+" (want one of + - : $ *)")
 }
 
 // line finds the CRLF that ends the simple-string or error line starting at buf[start] and returns the index of
@@ -280,12 +279,20 @@ func integerLine(buf []byte, start int) (int64, int, error) {
 	}
 	var u uint64
 	digits := i
-	for ; i < len(buf); i++ {
-		c := buf[i]
-		if c < '0' || c > '9' {
+	// Up to 18 digits cannot overflow, so they need no check; replies' numbers are nearly all that short.
+	for fast := min(len(buf), i+18); i < fast; i++ {
+		c := buf[i] - '0'
+		if c > 9 {
 			break
 		}
-		d := uint64(c - '0')
+		u = u*10 + uint64(c)
+	}
+	for ; i < len(buf); i++ {
+		c := buf[i] - '0'
+		if c > 9 {
+			break
+		}
+		d := uint64(c)
 		if u > (limit-d)/10 {
 			return 0, 0, protoErr(start, "number overflows a 64-bit integer")
 		}
