@@ -1,0 +1,201 @@
+package rlock
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// The server cost of a retry-safe release, ours (conditional on the expected hold count) against Redisson's unlock
+// latch, measured where it is paid: INFO commandstats usec_per_call of the EVALSHA, and the memory the latch keys
+// take. Run:
+//
+//	go test -run '^$' -bench BenchmarkReleaseServerCost -benchtime 200000x ./rlock
+
+// latchReleaseSrc is a release in the manner of Redisson 3.2x's retry-safe unlock, written for this comparison: it
+// answers a retry from the latch key redisson_unlock_latch:{name}:<requestId>, and records every result there with
+// an expiry.
+//
+//	KEYS[1] lock, KEYS[2] channel, KEYS[3] latch; ARGV[1] message, ARGV[2] lease ms, ARGV[3] owner, ARGV[4] latch ttl ms
+const latchReleaseSrc = `local v = redis.call('get', KEYS[3])
+if v then return tonumber(v) end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+local r = 1
+if n > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  r = 0
+else
+  redis.call('del', KEYS[1])
+  redis.call('publish', KEYS[2], ARGV[1])
+end
+redis.call('set', KEYS[3], r, 'px', ARGV[4])
+return r`
+
+// plainReleaseSrc is the release without any retry safety (BENCHMARKS.md "release"), the floor.
+const plainReleaseSrc = `if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then return nil end
+local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if n > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[1])
+return 1`
+
+// pipe is a raw pipelined RESP2 connection: the benchmark must load the server, not measure a client.
+type pipe struct {
+	c   net.Conn
+	w   *bufio.Writer
+	buf []byte
+	dec resp.Decoder
+	in  []byte
+}
+
+func dialPipe(tb testing.TB, addr string) *pipe {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return &pipe{c: c, w: bufio.NewWriterSize(c, 1<<16)}
+}
+
+func (p *pipe) send(args ...string) {
+	p.buf = resp.AppendCommand(p.buf[:0], args...)
+	p.w.Write(p.buf)
+}
+
+// recv flushes and reads n replies, failing on an error reply.
+func (p *pipe) recv(tb testing.TB, n int) {
+	if err := p.w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	tmp := make([]byte, 1<<16)
+	for n > 0 {
+		v, k, err := p.dec.Decode(p.in)
+		if err == nil {
+			p.in = p.in[k:]
+			if v.Type == resp.ErrorReply {
+				tb.Fatalf("server error: %s", v.Str)
+			}
+			n--
+			continue
+		}
+		if !errors.Is(err, resp.ErrIncomplete) {
+			tb.Fatal(err)
+		}
+		r, err := p.c.Read(tmp)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p.in = append(p.in, tmp[:r]...)
+	}
+}
+
+func shaOf(src string) string {
+	s := sha1.Sum([]byte(src))
+	return hex.EncodeToString(s[:])
+}
+
+func BenchmarkReleaseServerCost(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	for _, src := range []string{acquireSrc, releaseSrc, latchReleaseSrc, plainReleaseSrc} {
+		if _, err := srv.Do(ctx, "SCRIPT", "LOAD", src); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const depth = 64 // pipeline depth, as in BENCHMARKS.md's -P runs
+	const lease = "30000"
+	cases := []struct {
+		name string
+		args func(key, ch, owner string, i int) []string
+	}{
+		{"conditional", func(key, ch, owner string, _ int) []string {
+			return []string{"EVALSHA", shaOf(releaseSrc), "2", key, ch, owner, "1", lease, unlockMessage}
+		}},
+		{"redisson-latch", func(key, ch, owner string, i int) []string {
+			latch := "redisson_unlock_latch:{" + key + "}:" + strconv.Itoa(i) + "-0f9e8d7c6b5a"
+			return []string{"EVALSHA", shaOf(latchReleaseSrc), "3", key, ch, latch, unlockMessage, lease, owner, "13500"}
+		}},
+		{"plain-unsafe", func(key, ch, owner string, _ int) []string {
+			return []string{"EVALSHA", shaOf(plainReleaseSrc), "2", key, ch, unlockMessage, lease, owner}
+		}},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			if _, err := srv.Do(ctx, "FLUSHALL"); err != nil {
+				b.Fatal(err)
+			}
+			p := dialPipe(b, srv.Addr())
+			acq := shaOf(acquireSrc)
+			for i := 0; i < b.N; i += depth {
+				k := min(depth, b.N-i)
+				for j := i; j < i+k; j++ {
+					p.send("EVALSHA", acq, "1", "bench:"+strconv.Itoa(j), lease, ownerA)
+				}
+				p.recv(b, k)
+			}
+			mem0 := infoInt(b, srv, "memory", "used_memory")
+			if _, err := srv.Do(ctx, "CONFIG", "RESETSTAT"); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i += depth {
+				k := min(depth, b.N-i)
+				for j := i; j < i+k; j++ {
+					key := "bench:" + strconv.Itoa(j)
+					p.send(tc.args(key, channelName(key), ownerA, j)...)
+				}
+				p.recv(b, k)
+			}
+			b.StopTimer()
+			st, err := srv.Info(ctx, "commandstats")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(statField(b, st["cmdstat_evalsha"], "usec_per_call"), "server-µs/release")
+			left, _ := srv.DoInt(ctx, "DBSIZE")
+			b.ReportMetric(float64(left)/float64(b.N), "keys-left/release")
+			mem1 := infoInt(b, srv, "memory", "used_memory")
+			b.ReportMetric(float64(mem1-mem0)/float64(b.N), "server-B/release")
+		})
+	}
+}
+
+func infoInt(tb testing.TB, srv *redistest.Server, section, field string) int64 {
+	m, err := srv.Info(context.Background(), section)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n, err := strconv.ParseInt(m[field], 10, 64)
+	if err != nil {
+		tb.Fatalf("INFO %s %s = %q", section, field, m[field])
+	}
+	return n
+}
+
+// statField reads one field of a commandstats line "calls=..,usec=..,usec_per_call=..,...".
+func statField(tb testing.TB, line, field string) float64 {
+	for _, kv := range strings.Split(line, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == field {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return f
+		}
+	}
+	tb.Fatalf("no %s in %q", field, line)
+	return 0
+}
