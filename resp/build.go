@@ -5,8 +5,10 @@ import "strings"
 // builder turns one frame that scan has validated into a Value. All strings of the frame are copied into one
 // strings.Builder sized up front, and all array elements are carved from one []Value, so a frame costs at most two
 // allocations whatever its shape.
+//
+// buf is passed to each method rather than kept in a field: escape analysis does not tell fields apart, and with
+// strs's buffer flowing to the heap a buf field would make every caller's read buffer escape too.
 type builder struct {
-	buf     []byte
 	elems   []Value // unused element slots, taken front to back
 	strs    strings.Builder
 	strNeed int // bytes to reserve in strs at the first copy
@@ -18,11 +20,11 @@ var emptyElems = []Value{}
 
 // fill builds the value at buf[pos] into *v and returns the index just past it. The frame is known to be valid,
 // and its depth to be within the limit, which bounds the recursion.
-func (b *builder) fill(v *Value, pos int, lim *Limits) int {
+func (b *builder) fill(v *Value, buf []byte, pos int, lim *Limits) int {
 	var t token
-	_ = lim.token(b.buf, pos, &t) // cannot fail: scan accepted the frame
+	_ = lim.token(buf, pos, &t) // cannot fail: scan accepted the frame
 	if t.typ != Array || t.null || t.n == 0 {
-		b.scalar(v, &t)
+		b.scalar(v, buf, &t)
 		return t.next
 	}
 	n := int(t.n)
@@ -30,14 +32,14 @@ func (b *builder) fill(v *Value, pos int, lim *Limits) int {
 	b.elems = b.elems[n:]
 	next := t.next
 	for i := range elems {
-		next = b.fill(&elems[i], next, lim)
+		next = b.fill(&elems[i], buf, next, lim)
 	}
 	v.Type, v.Elems = Array, elems
 	return next
 }
 
 // scalar builds a value that holds no elements (anything but a non-empty array) into *v, which is zero.
-func (b *builder) scalar(v *Value, t *token) {
+func (b *builder) scalar(v *Value, buf []byte, t *token) {
 	v.Type = t.typ
 	switch {
 	case t.null:
@@ -47,7 +49,7 @@ func (b *builder) scalar(v *Value, t *token) {
 	case t.typ == Array:
 		v.Elems = emptyElems
 	default:
-		v.Str = b.str(b.buf[t.lo:t.hi])
+		v.Str = b.str(buf[t.lo:t.hi])
 	}
 }
 

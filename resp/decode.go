@@ -76,16 +76,16 @@ func (d *Decoder) Decode(buf []byte) (v Value, n int, err error) {
 	}
 	if t.typ != Array || t.null || t.n == 0 {
 		// A scalar, a null or an empty array: validating it was decoding it.
-		b := builder{buf: buf}
-		b.scalar(&v, &t)
+		var b builder
+		b.scalar(&v, buf, &t)
 		return v, t.next, nil
 	}
 	f, err := lim.scan(buf)
 	if err != nil {
 		return Value{}, 0, err
 	}
-	b := builder{buf: buf, strNeed: f.strBytes, elems: make([]Value, f.elems)}
-	n = b.fill(&v, 0, &lim)
+	b := builder{strNeed: f.strBytes, elems: make([]Value, f.elems)}
+	n = b.fill(&v, buf, 0, &lim)
 	return v, n, nil
 }
 

@@ -346,3 +346,51 @@ func TestDecoderZeroValueUsesDefaults(t *testing.T) {
 		t.Errorf("resolved negative Limits = %+v, want %+v", neg, want)
 	}
 }
+
+func TestDecodeAllocations(t *testing.T) {
+	var d Decoder
+	cases := []struct {
+		in   string
+		want float64
+	}{
+		{"$-1\r\n", 0},
+		{":29998\r\n", 0},
+		{"+OK\r\n", 0},
+		{"+QUEUED\r\n", 0},
+		{"*-1\r\n", 0},
+		{"*0\r\n", 0},
+		{"$1\r\n0\r\n", 0},
+		{"$39\r\n1b1b8f7c-3c1e-4c5b-9a57-0e4c2f4b7d10:42\r\n", 1},
+		{"*3\r\n:1\r\n:0\r\n:1\r\n", 1},                              // the elements only
+		{"*3\r\n$9\r\nsubscribe\r\n$1\r\nc\r\n:1\r\n", 1},            // kind interned, one-byte channel static
+		{"*3\r\n$7\r\nmessage\r\n$5\r\nchan1\r\n$5\r\nhello\r\n", 2}, // elements + one block for both strings
+		{hgetall(10), 2},
+		{"*2\r\n*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n*1\r\n$3\r\nghi\r\n", 2}, // nested: still one block each
+	}
+	for _, tc := range cases {
+		buf := []byte(tc.in)
+		got := testingAllocs(t, func() {
+			if _, _, err := d.Decode(buf); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if got != tc.want {
+			t.Errorf("Decode(%q): %v allocations, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestDecodeDoesNotMakeTheBufferEscape(t *testing.T) {
+	var d Decoder
+	// If Decode let buf escape, the caller's stack array would move to the heap: one more allocation.
+	got := testingAllocs(t, func() {
+		var a [64]byte
+		n := copy(a[:], "*2\r\n$3\r\nabc\r\n:1\r\n")
+		if _, _, err := d.Decode(a[:n]); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got != 2 {
+		t.Errorf("%v allocations, want 2 (elements and strings)", got)
+	}
+}
