@@ -33,7 +33,9 @@ type Limits struct {
 	MaxBulkLen int64
 	// MaxArrayLen is the most elements in one array. Default DefaultMaxArrayLen.
 	MaxArrayLen int64
-	// MaxDepth is the deepest nesting of arrays; 1 allows arrays of scalars only. Default DefaultMaxDepth.
+	// MaxDepth is the deepest nesting of arrays; 1 allows arrays of scalars only. Default DefaultMaxDepth. Scan
+	// checks it iteratively; Decode then builds the value recursively, one call per level, so a very high limit
+	// lets a deep frame use as much goroutine stack.
 	MaxDepth int
 }
 
@@ -65,9 +67,10 @@ type Decoder struct {
 // resynchronised after that.
 //
 // Decode first validates the whole frame without building anything (see Scan), so an incomplete frame costs no
-// allocation, and what is allocated is bounded by the bytes present. A frame whose strings are all short common
-// words or single bytes, an integer, or a null allocates nothing; any other frame allocates once for all its
-// strings and once for all its array elements.
+// allocation, and what is allocated is bounded by the bytes present. An integer, a null, an empty array, or a
+// string of at most one byte or of a common word (OK, PONG, QUEUED, the pub/sub kinds) allocates nothing; any other
+// string allocates its copy; an array allocates once for all its elements at every depth, plus once for all its
+// strings that need a copy. A scalar is validated and built in one pass.
 func (d *Decoder) Decode(buf []byte) (v Value, n int, err error) {
 	lim := d.Limits.resolved()
 	var t token
@@ -107,7 +110,7 @@ type frame struct {
 }
 
 // scan validates the first frame of buf and measures it. Nested arrays are walked iteratively with a stack of the
-// elements each open array still expects, so hostile nesting cannot exhaust the goroutine stack.
+// elements each open array still expects, so the depth is checked before anything recurses.
 func (lim *Limits) scan(buf []byte) (frame, error) {
 	var f frame
 	var inline [DefaultMaxDepth]int64
