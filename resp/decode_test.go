@@ -2,8 +2,10 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -392,5 +394,37 @@ func TestDecodeDoesNotMakeTheBufferEscape(t *testing.T) {
 	})
 	if got != 2 {
 		t.Errorf("%v allocations, want 2 (elements and strings)", got)
+	}
+}
+
+func TestDecoderIsSafeForConcurrentUse(t *testing.T) {
+	d := &Decoder{Limits: Limits{MaxDepth: 8}} // shared, never mutated
+	var all []byte
+	for _, tc := range validCases {
+		all = append(all, tc.in...)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() { // owned by this test; waited for below
+			defer wg.Done()
+			for rep := 0; rep < 200; rep++ {
+				buf := all
+				for i := range validCases {
+					v, n, err := d.Decode(buf)
+					if err != nil || !reflect.DeepEqual(v, validCases[i].want) {
+						errs <- fmt.Errorf("frame %d: %v, %v", i, v, err)
+						return
+					}
+					buf = buf[n:]
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
