@@ -33,11 +33,18 @@ type Timer struct {
 	clock       clock
 	workPerTick int
 
-	state   atomic.Int32 // a workerState
+	state  atomic.Int32 // a workerState; read-mostly
+	parked atomic.Bool  // set by the worker before it parks; cleared by whoever wakes it; read-mostly
+
+	// The three fields every NewTimeout or Cancel writes each get a cache line of their own, so that callers on
+	// different cores and the worker do not also invalidate each other's copies of the read-mostly fields.
+	_       [64]byte
 	pending atomic.Int64 // timeouts scheduled and not yet run, cancelled or stopped
-	parked  atomic.Bool  // set by the worker before it parks; cleared by whoever wakes it
+	_       [56]byte
 	adds    timeoutStack // new timeouts, pushed by NewTimeout, taken by the worker
+	_       [56]byte
 	cancels timeoutStack // cancelled timeouts still in a bucket, pushed by Cancel, taken by the worker
+	_       [56]byte
 
 	wake chan struct{} // buffered (1): a NewTimeout that finds the worker parked leaves a token, never blocking
 	stop chan struct{} // closed by the Stop that moves the state to workerShutdown while the worker runs
