@@ -1,0 +1,173 @@
+package conn
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/timer"
+)
+
+// Defaults, applied by New to every zero field of Config (see Config for what each means). The figures behind the
+// performance-related ones are in doc.go.
+const (
+	// DefaultAddr is the server dialled when Config.Addr is empty.
+	DefaultAddr = "127.0.0.1:6379"
+	// DefaultPoolSize is the number of command connections per server. Two connections keep the server busy while
+	// one of them waits for its replies (see "Flushing" in doc.go); more did not raise throughput here.
+	DefaultPoolSize = 2
+	// DefaultDialTimeout bounds one connection attempt: TCP connect, TLS handshake and the AUTH/SELECT/SETNAME
+	// exchange.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultResponseTimeout is how long a connection may go without a reply while commands are waiting before it
+	// is reset (issue 4: 3 s).
+	DefaultResponseTimeout = 3 * time.Second
+	// DefaultPingInterval is how long a connection may stay idle before a PING checks that the peer is alive.
+	DefaultPingInterval = 10 * time.Second
+	// DefaultReconnectMinBackoff is the delay before the second attempt to re-establish a dropped connection (the
+	// first is immediate); it doubles on each failure up to DefaultReconnectMaxBackoff, with jitter.
+	DefaultReconnectMinBackoff = 50 * time.Millisecond
+	// DefaultReconnectMaxBackoff caps the delay between connection attempts.
+	DefaultReconnectMaxBackoff = 2 * time.Second
+	// DefaultEventLoops is the number of gnet event loops of a Client: one loop (one OS thread) served every
+	// connection best on the 2-core machines measured (see doc.go).
+	DefaultEventLoops = 1
+)
+
+// FlushPolicy says when the commands appended to a connection's buffer are written to the socket.
+type FlushPolicy int
+
+const (
+	// FlushOnReply (the default) writes the buffer at the end of every event-loop turn that processed replies,
+	// and writes at once (from the calling goroutine, without waking the loop) when the connection has nothing in
+	// flight. While replies are awaited, new commands ride with the next turn: no eventfd wake-up, no extra
+	// syscall, and the largest batches. See "Flushing" in doc.go for the figures.
+	FlushOnReply FlushPolicy = iota
+	// FlushEager wakes the event loop as soon as a command is appended and no flush is pending (gnet Wake), so a
+	// command never waits for replies to other commands. It costs an eventfd write and an allocation per wake-up.
+	FlushEager
+)
+
+// String names the policy as the URL option flush_policy spells it.
+func (p FlushPolicy) String() string {
+	switch p {
+	case FlushOnReply:
+		return "on_reply"
+	case FlushEager:
+		return "eager"
+	}
+	return "FlushPolicy(" + strconv.Itoa(int(p)) + ")"
+}
+
+// Config configures a Client. The zero value (plus Addr) is a working configuration: New applies the Default*
+// constants to every zero field. ParseURL builds one from a redis:// or rediss:// URL.
+type Config struct {
+	// Addr is the server's host:port. Default DefaultAddr.
+	Addr string
+	// Username and Password authenticate the connection: AUTH password when Username is empty, AUTH username
+	// password (Redis 6 ACL) otherwise. No AUTH is sent when both are empty.
+	Username, Password string
+	// DB is the database selected with SELECT after connecting; 0 sends nothing.
+	DB int
+	// ClientName is set with CLIENT SETNAME on every connection; empty sends nothing.
+	ClientName string
+	// TLS, when non-nil, makes every connection run over crypto/tls with this configuration (rediss://). gnet has
+	// no TLS, so these connections use a reader and a writer goroutine each instead of the event loops.
+	TLS *tls.Config
+
+	// PoolSize is the number of connections per server for commands (the pub/sub connection is extra). Default
+	// DefaultPoolSize.
+	PoolSize int
+	// EventLoops is the number of gnet event loops (each holds an OS thread). Default DefaultEventLoops.
+	EventLoops int
+	// FlushPolicy chooses when appended commands are written. Default FlushOnReply.
+	FlushPolicy FlushPolicy
+
+	// DialTimeout bounds one connection attempt, handshake included. Default DefaultDialTimeout.
+	DialTimeout time.Duration
+	// ResponseTimeout is how long a connection may wait for its oldest pending reply before it is reset and all
+	// its pending commands fail with an error matching ErrTimeout. Default DefaultResponseTimeout.
+	ResponseTimeout time.Duration
+	// PingInterval is how long a connection may stay idle before it sends a PING (whose reply is then bounded by
+	// ResponseTimeout). Default DefaultPingInterval; negative disables the PING.
+	PingInterval time.Duration
+	// ReconnectMinBackoff and ReconnectMaxBackoff bound the jittered exponential delay between attempts to
+	// re-establish a connection. Defaults DefaultReconnectMinBackoff and DefaultReconnectMaxBackoff.
+	ReconnectMinBackoff, ReconnectMaxBackoff time.Duration
+
+	// Limits bounds what the reply decoder accepts (bulk length, array length, nesting); a reply over a limit is a
+	// protocol error that resets the connection. Zero fields take resp's defaults.
+	Limits resp.Limits
+
+	// Timer is the timing wheel for response timeouts, PINGs and reconnect backoff. Nil: the Client creates one
+	// and stops it in Close. A shared Timer is not stopped by Close.
+	Timer *timer.Timer
+	// Logger receives connection events (drops, reconnects, protocol errors) and gnet's own messages. Nil
+	// discards them.
+	Logger *slog.Logger
+}
+
+// withDefaults returns c with every zero field set to its default, after validating it. Errors match
+// ErrInvalidConfig and name the field.
+func (c Config) withDefaults() (Config, error) {
+	if c.Addr == "" {
+		c.Addr = DefaultAddr
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, invalid("Addr %q is not host:port: %v", c.Addr, err)
+	}
+	if c.DB < 0 {
+		return c, invalid("DB %d is negative", c.DB)
+	}
+	if c.PoolSize < 0 {
+		return c, invalid("PoolSize %d is negative", c.PoolSize)
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = DefaultPoolSize
+	}
+	if c.EventLoops < 0 {
+		return c, invalid("EventLoops %d is negative", c.EventLoops)
+	}
+	if c.EventLoops == 0 {
+		c.EventLoops = DefaultEventLoops
+	}
+	if c.FlushPolicy != FlushOnReply && c.FlushPolicy != FlushEager {
+		return c, invalid("FlushPolicy %d is unknown", int(c.FlushPolicy))
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"DialTimeout", &c.DialTimeout, DefaultDialTimeout},
+		{"ResponseTimeout", &c.ResponseTimeout, DefaultResponseTimeout},
+		{"ReconnectMinBackoff", &c.ReconnectMinBackoff, DefaultReconnectMinBackoff},
+		{"ReconnectMaxBackoff", &c.ReconnectMaxBackoff, DefaultReconnectMaxBackoff},
+	} {
+		if *d.v < 0 {
+			return c, invalid("%s %v is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.PingInterval == 0 {
+		c.PingInterval = DefaultPingInterval
+	}
+	if c.ReconnectMaxBackoff < c.ReconnectMinBackoff {
+		return c, invalid("ReconnectMaxBackoff %v is below ReconnectMinBackoff %v", c.ReconnectMaxBackoff, c.ReconnectMinBackoff)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// invalid builds an error matching ErrInvalidConfig.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+}

@@ -1,0 +1,92 @@
+// Package conn is locksmith's Redis transport: an auto-pipelined RESP2 client on gnet event loops, with a pool of a
+// few connections per server, scripts run by EVALSHA, reference-counted pub/sub, TLS, and reconnection. It is the
+// only package that imports gnet.
+//
+// # Using it
+//
+//	c, err := conn.New(conn.Config{Addr: "127.0.0.1:6379"}) // or conn.ParseURL("redis://...")
+//	f := c.Eval(ctx, script, []string{key}, arg)             // never blocks: a future
+//	v, err := f.Get(ctx)                                     // blocks until the reply (or ctx)
+//	defer c.Close()
+//
+// Every call returns a future (package future) at once; the blocking form is the call plus Get. Error replies
+// complete the future with a *resp.ServerError; connection failures with a *ConnError (errors.Is ErrConnLost: the
+// command may have run; ErrUnavailable: it was never sent); Close with ErrClosed.
+//
+// # Pipelining
+//
+// Many goroutines' commands flow through a few connections as deep pipelines. A caller encodes its command
+// directly into its connection's outbound buffer and pushes a pending entry on the connection's FIFO, both under
+// one short mutex, so bytes and entries stay in the same order; the event loop decodes replies (OnTraffic) and
+// completes entries from the head of the FIFO. Completing a command allocates nothing beyond the caller's promise:
+// entries are stored by value in a ring, replies are decoded into reused scratch space, and an EVALSHA is copied
+// into a per-connection byte log (for a resend after NOSCRIPT) instead of retaining the caller's slices, which
+// would make them escape.
+//
+// # Flushing
+//
+// gnet does not coalesce writes (one task and one syscall per AsyncWrite), so batching is ours. Every loop turn that
+// processed replies ends with one write of everything appended meanwhile (and callers woken by those completions
+// do not wake the loop: the turn's flush will carry their commands). Beyond that, FlushPolicy decides:
+//
+//   - FlushOnReply (default): while written commands await replies, a new command waits for the turn that
+//     processes them; when the connection is idle, the caller writes on the socket itself (a non-blocking write
+//     under the connection's mutex), with no event-loop hand-off at all. No eventfd wake-ups, no Wake allocations.
+//   - FlushEager: a caller that finds no flush pending wakes the loop (gnet Wake: an eventfd write and a closure).
+//
+// With FlushOnReply a connection has one batch on the wire at a time, so the server idles for one round trip per
+// batch per connection; two connections per server (DefaultPoolSize) hide that gap. Figures: see the benchmark
+// section at the end of this comment.
+//
+// # Pool
+//
+// Each server gets PoolSize command connections; a command goes to the open connection with the fewest commands
+// pending (least-pending: a connection stuck behind a slow reply stops receiving work), ties to the lowest, so a
+// sequential caller stays on one warm connection. There is never a connection or a goroutine per call.
+//
+// # Failures
+//
+//   - A dropped connection (EOF, reset, a protocol error, a response timeout) fails every queued and in-flight
+//     command at once with a *ConnError wrapping the cause (errors.Is ErrConnLost; a *resp.ProtocolError or
+//     ErrTimeout is reachable with errors.As / errors.Is).
+//   - Its slot reconnects: at once when the connection had lived at least ReconnectMaxBackoff, else after a
+//     jittered exponential backoff (ReconnectMinBackoff doubling up to ReconnectMaxBackoff) scheduled on the timing
+//     wheel; the dial, TLS and AUTH/SELECT/CLIENT SETNAME/PING handshake run on a short-lived goroutine per attempt.
+//   - Commands while disconnected: a command goes to an open connection if the server has one; else it is queued on
+//     a connection attempt in progress (and fails with the attempt's error if it fails); else, while the server is
+//     known unreachable (between failed attempts), it fails at once with a *ConnError matching ErrUnavailable. So
+//     nothing waits for a server known to be down, and a command issued during a quick reconnect is not lost.
+//   - Context: when a command's context ends first, its future completes with ctx.Err(); the reply is still read
+//     in order and discarded, so the pipeline stays in step (context.AfterFunc, registered only for contexts that
+//     can end).
+//   - Response timeout: one periodic check per connection on the wheel (not a timer per command) resets a
+//     connection whose reply counter did not move for ResponseTimeout while written commands awaited replies
+//     (replies are FIFO, so that is exactly "the oldest reply is late"). The same check sends a PING after
+//     PingInterval of idleness, so a dead peer is found even without traffic.
+//   - Close fails everything pending with ErrClosed, stops the loops and waits for every goroutine it started.
+//
+// # Scripts
+//
+// A Script carries its SHA-1, computed locally; Eval sends EVALSHA. On NOSCRIPT (a restarted or flushed server)
+// the connection sends SCRIPT LOAD (once per script until its reply) followed by the same EVALSHA bytes, on the same
+// connection, so the resend finds the script loaded; the caller never sees NOSCRIPT.
+//
+// # Pub/sub
+//
+// Each server gets one dedicated pub/sub connection (RESP2 requires it), created by the first Subscribe.
+// Subscriptions are reference-counted per channel: a second handler sends nothing, the last Close sends
+// UNSUBSCRIBE. Each (UN)SUBSCRIBE names one channel, so its confirmation completes in FIFO order like any command,
+// and pushed messages are dispatched between them. After a reconnect every channel is subscribed again and its
+// handlers receive KindResubscribed (messages may have been missed: re-check state). Handlers and future callbacks
+// run on the event loop and must not block.
+//
+// # TLS
+//
+// gnet has no TLS. A rediss:// connection (Config.TLS non-nil) runs over crypto/tls with a reader goroutine and a
+// writer goroutine; the pipeline (buffer, FIFO, flush rules except the caller's direct write) is the same code.
+//
+// # Topology
+//
+// The Client routes each command to a node (a pool and a pub/sub connection per server). Standalone has one node;
+// cluster (slots, MOVED/ASK) and sentinel (master switch) will add routing above nodes without changing the API.
+package conn

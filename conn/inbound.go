@@ -1,0 +1,121 @@
+package conn
+
+import (
+	"errors"
+
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// onInbound is the reader's turn: it decodes every whole reply in data, completes their commands in FIFO order
+// (pub/sub connections also dispatch push messages), and returns how many bytes it consumed (the rest is a
+// partial frame to complete with the next read). A non-nil error means the stream is broken (a *resp.ProtocolError
+// or ErrUnexpectedReply): the replies decoded before the fault have been delivered, and the caller must close the
+// connection (reset has recorded the cause).
+//
+// data may alias the transport's read buffer: decoded strings are copies (resp's contract), so nothing of data is
+// kept after return. Runs on the event loop (or the TLS reader goroutine) and never blocks; completions run future
+// callbacks and pub/sub handlers, which must not block either.
+func (pc *pconn) onInbound(data []byte) (int, error) {
+	vals := pc.vals[:0]
+	off := 0
+	var fault error
+	for off < len(data) {
+		v, n, err := pc.dec.Decode(data[off:])
+		if err != nil {
+			if !errors.Is(err, resp.ErrIncomplete) {
+				fault = err
+			}
+			break
+		}
+		vals = append(vals, v)
+		off += n
+	}
+	if len(vals) > 0 {
+		if err := pc.deliver(vals); err != nil && fault == nil {
+			fault = err
+		}
+	}
+	clear(vals) // drop the strings for the garbage collector; keep the capacity
+	pc.vals = vals[:0]
+	if fault != nil {
+		op := "protocol"
+		pc.reset(op, fault)
+	}
+	return off, fault
+}
+
+// deliver matches replies to entries and completes them. It takes mu once for the whole batch: pop the entries,
+// queue NOSCRIPT resends, and mark a flush pending, since the reader's turn ends with a flush (so callers woken by
+// these completions need not kick the transport).
+func (pc *pconn) deliver(vals []resp.Value) error {
+	replies := len(vals)
+	if pc.ps != nil {
+		replies = 0
+		for i := range vals {
+			if !pc.ps.isPush(&vals[i]) {
+				replies++
+			}
+		}
+	}
+
+	var fault error
+	pc.mu.Lock()
+	if replies > pc.q.n {
+		// A reply nobody asked for: the stream is out of step (or the peer is not Redis).
+		fault = ErrUnexpectedReply
+		replies = pc.q.n
+	}
+	popped := pc.q.popInto(pc.popped[:0], replies)
+	pc.inflight.Add(-int32(replies))
+	if pc.ps == nil {
+		pc.handleNoScriptLocked(popped, vals[:replies])
+	}
+	if pc.state == stateOpen {
+		pc.flushPending = true
+	}
+	pc.mu.Unlock()
+	pc.replies.Add(uint64(replies))
+
+	if pc.ps == nil {
+		for i := range popped {
+			pc.finish(&popped[i], &vals[i])
+		}
+	} else {
+		j := 0
+		for i := range vals {
+			if pc.ps.isPush(&vals[i]) {
+				pc.ps.dispatch(&vals[i])
+				continue
+			}
+			if j < len(popped) {
+				pc.finish(&popped[j], &vals[i])
+				j++
+			}
+		}
+	}
+	clear(popped)
+	pc.popped = popped[:0]
+	return fault
+}
+
+// finish completes one entry with its reply.
+func (pc *pconn) finish(e *pending, v *resp.Value) {
+	switch e.kind {
+	case kindUser:
+		if e.stop != nil {
+			e.stop()
+		}
+		var err error
+		if v.Type == resp.ErrorReply {
+			err = v.Err()
+		}
+		pc.complete(e.p, *v, err)
+	case kindScriptLoad:
+		if v.Type == resp.ErrorReply {
+			pc.cfg.Logger.Warn("conn: SCRIPT LOAD failed", "addr", pc.addr, "sha", e.script.sha, "error", v.Str)
+		}
+	case kindSubscribe, kindResubscribe, kindUnsubscribe:
+		pc.ps.confirm(e, v)
+	case kindPing, kindResent:
+	}
+}

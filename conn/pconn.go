@@ -1,0 +1,361 @@
+package conn
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/timer"
+)
+
+// connState is the life cycle of one pipelined connection. Legal transitions:
+//
+//	stateConnecting -> stateOpen    the dial goroutine finished the handshake and attached the transport
+//	stateConnecting -> stateClosed  the connection attempt failed, or the Client was closed
+//	stateOpen       -> stateClosed  the peer or the network dropped it, a protocol error or response timeout reset
+//	                                it, or the Client was closed
+//
+// While connecting, commands are accepted and queued: they are written once the handshake is done (or fail with
+// the dial error). A closed connection is never reused; its slot creates a new one.
+type connState int32
+
+const (
+	stateConnecting connState = iota
+	stateOpen
+	stateClosed
+)
+
+// transport is what moves a connection's bytes: the gnet event loop (gnetTransport) or a crypto/tls connection with
+// a reader and a writer goroutine (tlsTransport). The pipeline logic in pconn is the same over both.
+type transport interface {
+	// kick asks the transport's flusher (the event loop, or the TLS writer goroutine) to call pconn.takeOut and
+	// write the result soon. It does not block; safe for concurrent use.
+	kick()
+	// writeDirect writes b to the socket at once from the calling goroutine without blocking, and returns how many
+	// bytes were written. ok is false when the transport cannot (TLS): the caller then kicks instead. Called with
+	// pconn.mu held, only when nothing else is being written.
+	writeDirect(b []byte) (n int, ok bool)
+	// close closes the connection without blocking; the transport then calls pconn.closed once, with the cause.
+	close()
+}
+
+// connOwner is told when a connection closes, to replace it (a pool slot).
+type connOwner interface {
+	connClosed(pc *pconn, wasOpen bool, err error)
+}
+
+// pconn is one pipelined connection: callers append encoded commands to out and push a pending entry, under mu, in
+// the same order; the reader completes entries from the head of the fifo as replies arrive. It is transport-agnostic.
+type pconn struct {
+	addr  string
+	cfg   *Config   // immutable, shared by the Client
+	owner connOwner // immutable
+	ps    *pubsub   // non-nil for a pub/sub connection: push messages are dispatched, not matched to the fifo
+	tm    *timer.Timer
+
+	st       atomic.Int32  // a connState mirrored from state for lock-free reads by the pool's picker
+	inflight atomic.Int32  // q.n mirrored for the least-pending choice, read without mu
+	replies  atomic.Uint64 // replies processed; written by the reader, read by the health check
+
+	mu           sync.Mutex // guards the fields below
+	state        connState
+	tr           transport        // set once when the connection opens
+	out          []byte           // encoded commands not yet taken by a flusher
+	q            fifo             // one entry per command written or in out, oldest first
+	log          scriptLog        // encoded EVALSHA commands awaiting replies, for resends after NOSCRIPT
+	loading      map[*Script]bool // scripts with a SCRIPT LOAD in flight on this connection
+	unsent       int              // entries at the tail of q whose bytes are still in out
+	flushPending bool             // a flusher has been asked to write out (kick) or is about to (end of a reader turn)
+	cause        error            // why the connection is being closed, set before closing it ourselves
+	closeErr     error            // the error later commands fail with, once closed
+	health       healthState
+	check        *timer.Timeout
+
+	// Owned by the flusher (event loop or TLS writer): the buffer swapped in for out at the next takeOut.
+	spare []byte
+
+	// Owned by the reader (event loop or TLS reader goroutine).
+	dec    resp.Decoder
+	vals   []resp.Value // scratch: replies decoded in this turn
+	popped []pending    // scratch: their entries
+}
+
+// maxKeptBuffer is the capacity above which a written buffer is dropped rather than reused, so that one burst does
+// not pin a large buffer per connection forever.
+const maxKeptBuffer = 256 << 10
+
+// newPconn returns a connection in stateConnecting: it queues commands until open or closed is called.
+func newPconn(addr string, cfg *Config, owner connOwner, ps *pubsub, tm *timer.Timer) *pconn {
+	pc := &pconn{addr: addr, cfg: cfg, owner: owner, ps: ps, tm: tm}
+	pc.dec.Limits = cfg.Limits
+	pc.st.Store(int32(stateConnecting))
+	return pc
+}
+
+// usable reports whether the connection accepts commands (connecting or open), without locking.
+func (pc *pconn) usable() bool { return connState(pc.st.Load()) != stateClosed }
+
+// isOpen reports whether the connection is open, without locking.
+func (pc *pconn) isOpen() bool { return connState(pc.st.Load()) == stateOpen }
+
+// send queues one caller command and arranges for it to be written. It returns a non-nil error (and queues
+// nothing) when the connection is closed. Safe for concurrent use; never blocks beyond mu and, when the connection
+// is idle, one non-blocking write.
+func (pc *pconn) send(p *future.Promise[resp.Value], c *Cmd, stop func() bool) error {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		err := pc.closeErr
+		pc.mu.Unlock()
+		return err
+	}
+	pc.appendUserLocked(pending{p: p, kind: kindUser, stop: stop}, c)
+	kick := pc.flushLocked()
+	pc.mu.Unlock()
+	if kick {
+		pc.tr.kick()
+	}
+	return nil
+}
+
+// sendBatch queues several caller commands contiguously, so that they leave in one write and reach the server back
+// to back. It returns a non-nil error (and queues nothing) when the connection is closed.
+func (pc *pconn) sendBatch(ps []*future.Promise[resp.Value], cmds []Cmd, stop func() bool) error {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		err := pc.closeErr
+		pc.mu.Unlock()
+		return err
+	}
+	for i := range cmds {
+		e := pending{p: ps[i], kind: kindUser}
+		if i == len(cmds)-1 {
+			e.stop = stop // one AfterFunc for the whole batch; it is unregistered with the last reply
+		}
+		pc.appendUserLocked(e, &cmds[i])
+	}
+	kick := pc.flushLocked()
+	pc.mu.Unlock()
+	if kick {
+		pc.tr.kick()
+	}
+	return nil
+}
+
+// sendInternal queues a command of the connection itself (PING, SCRIPT LOAD, SUBSCRIBE...) described by e, encoded
+// from args. It reports false when the connection is closed.
+func (pc *pconn) sendInternal(e pending, args ...string) bool {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		pc.mu.Unlock()
+		return false
+	}
+	pc.out = resp.AppendCommand(pc.out, args...)
+	pc.pushLocked(e)
+	kick := pc.flushLocked()
+	pc.mu.Unlock()
+	if kick {
+		pc.tr.kick()
+	}
+	return true
+}
+
+// appendUserLocked encodes a caller's command into out and queues e for it; an EVALSHA is also copied into the
+// script log for a possible resend after NOSCRIPT.
+func (pc *pconn) appendUserLocked(e pending, c *Cmd) {
+	start := len(pc.out)
+	pc.out = appendCmd(pc.out, c)
+	if c.Script != nil {
+		e.script = c.Script
+		e.logLen = len(pc.out) - start
+		e.logPos = pc.log.add(pc.out[start:])
+	}
+	pc.pushLocked(e)
+}
+
+// pushLocked appends e to the fifo for bytes just appended to out.
+func (pc *pconn) pushLocked(e pending) {
+	pc.q.push(e)
+	pc.unsent++
+	pc.inflight.Add(1)
+}
+
+// flushLocked decides how the bytes just appended to out get written, and reports whether the caller must kick the
+// transport after unlocking. See "Flushing" in doc.go:
+//   - a flush is already pending, or the connection is still connecting: nothing to do;
+//   - FlushOnReply with written commands still awaiting replies: the reader's turn that processes those replies
+//     ends with a flush that will carry these bytes: nothing to do;
+//   - otherwise the connection is idle: write now from this goroutine when the transport can (no event-loop
+//     hand-off), else (or for any remainder) mark a flush pending and kick.
+func (pc *pconn) flushLocked() (kick bool) {
+	if pc.flushPending || pc.state != stateOpen {
+		return false
+	}
+	awaiting := pc.q.n - pc.unsent
+	if pc.cfg.FlushPolicy == FlushOnReply {
+		if awaiting > 0 {
+			return false
+		}
+		// Idle: nothing is being written (every taken byte has its entries in q, so awaiting would be > 0), so
+		// this goroutine may write on the socket itself.
+		if n, ok := pc.tr.writeDirect(pc.out); ok {
+			pc.unsent = 0
+			if n == len(pc.out) {
+				pc.out = pc.out[:0]
+				return false
+			}
+			// The socket buffer is full (or the write failed): hand the rest to the flusher, which also
+			// detects a broken connection.
+			pc.out = pc.out[:copy(pc.out, pc.out[n:])]
+		}
+	}
+	pc.flushPending = true
+	return true
+}
+
+// takeOut hands the bytes to write to the flusher and clears flushPending; it returns nil when there is nothing to
+// write. Only the flusher calls it; after writing, the flusher passes the buffer back with recycle.
+func (pc *pconn) takeOut() []byte {
+	pc.mu.Lock()
+	pc.flushPending = false
+	buf := pc.out
+	if len(buf) == 0 || pc.state != stateOpen {
+		pc.mu.Unlock()
+		return nil
+	}
+	pc.out = pc.spare
+	pc.spare = nil
+	pc.unsent = 0
+	pc.mu.Unlock()
+	return buf
+}
+
+// recycle keeps a written buffer for the next takeOut. Flusher only.
+func (pc *pconn) recycle(buf []byte) {
+	if cap(buf) <= maxKeptBuffer {
+		pc.spare = buf[:0]
+	}
+}
+
+// open attaches the transport after a successful handshake and writes whatever was queued meanwhile. It reports
+// false when the connection was closed meanwhile (the Client is closing): the caller then closes the transport.
+func (pc *pconn) open(tr transport) bool {
+	pc.mu.Lock()
+	if pc.state != stateConnecting {
+		pc.mu.Unlock()
+		return false
+	}
+	pc.tr = tr
+	pc.state = stateOpen
+	pc.st.Store(int32(stateOpen))
+	kick := len(pc.out) > 0 && pc.flushLocked()
+	pc.scheduleCheckLocked()
+	pc.mu.Unlock()
+	if kick {
+		tr.kick()
+	}
+	return true
+}
+
+// reset closes an open connection because of cause (a protocol error, a response timeout): its pending commands
+// then fail with a *ConnError for op wrapping cause. Safe for concurrent use; does not block.
+func (pc *pconn) reset(op string, cause error) {
+	pc.mu.Lock()
+	if pc.state != stateOpen || pc.cause != nil {
+		pc.mu.Unlock()
+		return
+	}
+	pc.cause = lostError(pc.addr, op, cause)
+	tr := pc.tr
+	pc.mu.Unlock()
+	tr.close()
+}
+
+// closed is called once by the transport (or the dial goroutine, with tr == nil) when the connection is gone:
+// every queued and in-flight command fails at once, with the cause recorded by reset, else with a *ConnError built
+// from err. Then the owner is told, so that it reconnects.
+func (pc *pconn) closed(op string, err error) {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		pc.mu.Unlock()
+		return
+	}
+	wasOpen := pc.state == stateOpen
+	var failWith error
+	switch {
+	case pc.cause != nil:
+		failWith = pc.cause
+	case wasOpen:
+		failWith = lostError(pc.addr, op, err)
+	default:
+		failWith = unavailableError(pc.addr, op, err)
+	}
+	entries := pc.closeLocked(failWith)
+	pc.mu.Unlock()
+
+	pc.failAll(entries, failWith)
+	if pc.owner != nil {
+		pc.owner.connClosed(pc, wasOpen, failWith)
+	}
+}
+
+// shutdown closes the connection for Client.Close: pending commands fail with ErrClosed, the owner is not told.
+func (pc *pconn) shutdown() {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		pc.mu.Unlock()
+		return
+	}
+	tr := pc.tr
+	entries := pc.closeLocked(ErrClosed)
+	pc.mu.Unlock()
+	pc.failAll(entries, ErrClosed)
+	if tr != nil {
+		tr.close()
+	}
+}
+
+// closeLocked moves to stateClosed and returns the entries to fail.
+func (pc *pconn) closeLocked(err error) []pending {
+	pc.state = stateClosed
+	pc.st.Store(int32(stateClosed))
+	pc.closeErr = err
+	entries := pc.q.popInto(nil, pc.q.n)
+	pc.inflight.Store(0)
+	pc.out, pc.unsent, pc.flushPending = nil, 0, false
+	pc.log.reset()
+	pc.loading = nil
+	if pc.check != nil {
+		pc.check.Cancel()
+		pc.check = nil
+	}
+	return entries
+}
+
+// failAll completes every entry with err (outside mu: completions run callbacks).
+func (pc *pconn) failAll(entries []pending, err error) {
+	for i := range entries {
+		e := &entries[i]
+		switch e.kind {
+		case kindUser:
+			if e.stop != nil {
+				e.stop()
+			}
+			pc.complete(e.p, resp.Value{}, err)
+		case kindSubscribe, kindResubscribe:
+			pc.ps.lost(e, err)
+		}
+	}
+}
+
+// complete completes p, recovering a panic raised by a callback of the future so that the event loop survives a
+// caller's bug; the panic is logged with its stack.
+func (pc *pconn) complete(p *future.Promise[resp.Value], v resp.Value, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			pc.cfg.Logger.Error("conn: panic in a future callback (callbacks run on the event loop and must not panic)",
+				"addr", pc.addr, "panic", r)
+		}
+	}()
+	p.Complete(v, err)
+}
