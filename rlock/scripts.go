@@ -1,6 +1,6 @@
 package rlock
 
-import "strconv"
+import "github.com/locksmith-go/locksmith/conn"
 
 // The Lua scripts of the lock, in Redisson's keyspace (see the package documentation, "Wire format"):
 //
@@ -162,5 +162,11 @@ const channelPrefix = "redisson_lock__channel:"
 // channelName returns the unlock channel of the lock name.
 func channelName(name string) string { return channelPrefix + "{" + name + "}" }
 
-// millis formats d as whole milliseconds for a script argument (leases are validated to be at least 1 ms).
-func millis(d int64) string { return strconv.FormatInt(d/1e6, 10) }
+// The scripts as EVALSHA-ready values: SHA-1 computed once, NOSCRIPT handled by conn.
+var (
+	acquireScript     = conn.NewScript(acquireSrc)
+	releaseScript     = conn.NewScript(releaseSrc)
+	handoffScript     = conn.NewScript(handoffSrc)
+	forceUnlockScript = conn.NewScript(forceUnlockSrc)
+	renewScript       = conn.NewScript(renewSrc)
+)

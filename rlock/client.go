@@ -1,0 +1,184 @@
+package rlock
+
+import (
+	"context"
+	"hash/maphash"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/timer"
+)
+
+// Client is this project's RedissonClient: one identity (a random UUID, Redisson's connection-manager id), one
+// transport (conn.Client: pooled, auto-pipelined connections and a pub/sub connection) and one timing wheel (the
+// transport's) that carries every watchdog renewal, lease expiry and bounded wait. It starts no goroutine of its
+// own: every lock, waiter and renewal is a small struct driven by futures, pub/sub messages and timeouts.
+//
+// A Client is safe for concurrent use; create one per process (or per Redis deployment) and share it.
+type Client struct {
+	conn     *conn.Client
+	ownsConn bool
+	timer    *timer.Timer
+	cfg      resolved
+	id       string    // the client UUID: the first half of every owner id
+	epoch    time.Time // monotonic origin of now()
+	log      *slog.Logger
+	obs      Observer
+
+	nextOwner atomic.Uint64 // last owner id handed out; owner ids start at 1
+	closed    atomic.Bool
+
+	seed   maphash.Seed
+	shards [numShards]shard
+
+	wd watchdog
+}
+
+// numShards splits the client's lock state (held locks, waiter queues) over independent mutexes, so that
+// goroutines working on different names rarely meet (W1 runs 1,024 goroutines on their own names).
+const numShards = 64
+
+// shard holds the local state of the lock names that hash to it. mu guards the maps and every field documented
+// as "guarded by the shard mutex" in the holds, queues and waiters of these names. Nothing blocking, no conn call
+// and no promise completion happens while mu is held: decisions are made under mu, actions after it.
+type shard struct {
+	mu     sync.Mutex
+	holds  map[holdKey]*hold  // held locks, by name and owner
+	queues map[string]*queue  // names with waiters of this client
+	_      [64 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+}
+
+// holdKey identifies a held lock locally: one lock name, one owner.
+type holdKey struct{ name, owner string }
+
+// NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
+// client UUID. It blocks until the transport is up. Errors are *ArgumentError for a bad Config, or conn's errors
+// (conn.ErrInvalidConfig, a *conn.ConnError) when the server cannot be reached.
+func NewClient(cfg Config) (*Client, error) {
+	r, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	cc, err := conn.New(r.Conn)
+	if err != nil {
+		return nil, err
+	}
+	c := newClient(cc, r)
+	c.ownsConn = true
+	return c, nil
+}
+
+// NewClientFromURL creates a Client for redis://[user:pass@]host:port[/db][?options] or rediss:// (TLS), with
+// every other setting at its default. See conn.ParseURL for the options. It blocks like NewClient.
+func NewClientFromURL(rawURL string) (*Client, error) {
+	cc, err := conn.ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(Config{Conn: cc})
+}
+
+func newClient(cc *conn.Client, r resolved) *Client {
+	c := &Client{
+		conn:  cc,
+		timer: cc.Timer(),
+		cfg:   r,
+		id:    uuid.NewString(),
+		epoch: time.Now(),
+		log:   r.Logger,
+		obs:   r.Observer,
+		seed:  maphash.MakeSeed(),
+	}
+	for i := range c.shards {
+		c.shards[i].holds = make(map[holdKey]*hold)
+		c.shards[i].queues = make(map[string]*queue)
+	}
+	c.wd.init(c)
+	return c
+}
+
+// ID returns the client UUID, the first half of the owner ids this client makes (Redisson's connection-manager
+// id). It does not block.
+func (c *Client) ID() string { return c.id }
+
+// Conn returns the transport, for commands outside the lock API. It does not block. Closing it closes the Client's
+// transport: close the Client instead.
+func (c *Client) Conn() *conn.Client { return c.conn }
+
+// Lock returns a handle on the lock called name: a cheap value that sends nothing until it is used, safe for
+// concurrent use, and interchangeable with any other handle on the same name from the same Client. An empty name
+// is reported by the handle's methods as an *ArgumentError.
+func (c *Client) Lock(name string) *Lock {
+	return &Lock{c: c, name: name, keys: []string{name, channelName(name)}, sh: c.shard(name)}
+}
+
+// Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held
+// contexts with cause ErrClosed, so each lock stays on the server until its lease runs out (the watchdog timeout
+// for watchdog locks), exactly as when a process dies. Release them with Unlock before Close to free them at once.
+// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed.
+//
+// Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
+// exit; it blocks for at most the time the transport takes to close. It is safe for concurrent use; calls after
+// the first return nil.
+func (c *Client) Close() error {
+	if !c.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	var holds []*hold
+	var waiters []*waiter
+	var subs []*queue
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for k, h := range sh.holds {
+			h.state = holdGone
+			h.stopTimerLocked()
+			holds = append(holds, h)
+			delete(sh.holds, k)
+		}
+		for name, q := range sh.queues {
+			for w := q.head; w != nil; w = w.next {
+				w.stopTimerLocked()
+				waiters = append(waiters, w)
+			}
+			q.head, q.tail, q.n = nil, nil, 0
+			q.dead = true
+			subs = append(subs, q)
+			delete(sh.queues, name)
+		}
+		sh.mu.Unlock()
+	}
+	c.wd.stop()
+	for _, h := range holds {
+		h.cancel(ErrClosed)
+	}
+	for _, w := range waiters {
+		w.p.Fail(ErrClosed)
+	}
+	for _, q := range subs {
+		q.closeSubscription()
+	}
+	if c.ownsConn {
+		return c.conn.Close()
+	}
+	return nil
+}
+
+// shard returns the shard of a lock name.
+func (c *Client) shard(name string) *shard {
+	return &c.shards[maphash.String(c.seed, name)%numShards]
+}
+
+// now is the client's monotonic clock: the time since the client was created. Deadlines (lease ends, wait ends)
+// are kept on it, so wall-clock steps change nothing.
+func (c *Client) now() time.Duration { return time.Since(c.epoch) }
+
+// background is the context of commands whose outcome must be learned even when the caller stops waiting (an
+// acquire that may be granted, a release): their bound is the transport's response timeout. The caller's context
+// bounds the caller's wait, not the command, because a command abandoned in flight would leave its effect on the
+// server unknown.
+var background = context.Background()

@@ -1,0 +1,200 @@
+package rlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/locksmith-go/locksmith/timer"
+)
+
+// holdState is the life cycle of a held lock. Legal transitions, each under the shard mutex:
+//
+//	holdHeld      -> holdReleasing  the last hold's Unlock started (renewal cancelled at that moment)
+//	holdReleasing -> holdGone       the release completed (or failed): the hold left the map
+//	holdHeld      -> holdGone       lost (a renewal found it gone), expired locally, force-unlocked, or Close
+type holdState uint8
+
+const (
+	holdHeld holdState = iota
+	holdReleasing
+	holdGone
+)
+
+// hold is one lock held by one owner through this client: Redisson's ExpirationEntry, plus the held context.
+//
+// Memory is the point of its layout (issue 5: at most 0.5 KB of client heap per held watchdog lock). A held lock
+// costs this struct, the context.WithCancelCause pair made over it (the cancelCtx and its cancel func), the owner
+// string, one timer.Timeout (64 B) and a map entry; no goroutine, no channel until someone calls Done on the held
+// context. The hold itself is the parent of the held context (it implements context.Context without
+// cancellation), so no extra value context is needed to carry the owner, and it is the timer Task of its own
+// timeout, so scheduling allocates nothing more.
+type hold struct {
+	c      *Client
+	keys   []string // {name, channel}, shared with the Lock handle that acquired it
+	owner  string
+	parent context.Context // the acquiring context: its values are visible through the held context, its cancellation is not
+	held   context.Context // context.WithCancelCause(h): what the acquire returned
+	cancel context.CancelCauseFunc
+
+	// Guarded by the shard mutex.
+	state    holdState
+	watchdog bool // renewed by the watchdog (acquired without a lease at least once)
+	renewing bool // a renewal of this hold is in a batch, pending or in flight
+	count    int64
+	lease    time.Duration // the lease the server re-arms on a partial release (watchdog timeout or last lease)
+	deadline time.Duration // on c.now(): the lease surely ends on the server no earlier than this
+	acquired time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
+	tm       *timer.Timeout
+	release  *unlockOp // the final release in flight (state holdReleasing)
+}
+
+func (h *hold) name() string { return h.keys[0] }
+
+// newHoldLocked creates the hold of a lock just granted to owner, registers it and arms its timer. lease is the
+// lease the grant applied, sentAt when the granting command was sent. Called with the shard mutex held.
+func (c *Client) newHoldLocked(sh *shard, keys []string, own string, parent context.Context, count int64,
+	lease time.Duration, watchdog bool, sentAt time.Duration) (*hold, error) {
+	h := &hold{c: c, keys: keys, owner: own, parent: parent, count: count, lease: lease, watchdog: watchdog,
+		deadline: sentAt + lease, acquired: sentAt}
+	h.held, h.cancel = context.WithCancelCause(h)
+	if err := h.armLocked(); err != nil {
+		return nil, err
+	}
+	sh.holds[holdKey{keys[0], own}] = h
+	return h, nil
+}
+
+// reenterLocked records a re-entry granted to an existing hold: the server's count, and the lease the acquire
+// re-armed. A watchdog re-entry of a lease lock starts the watchdog (as Redisson's scheduleExpirationRenewal does).
+func (h *hold) reenterLocked(count int64, lease time.Duration, watchdog bool, sentAt time.Duration) error {
+	h.count = count
+	h.lease = lease
+	h.deadline = sentAt + lease
+	if watchdog && !h.watchdog {
+		h.watchdog = true
+	}
+	if h.renewing {
+		return nil // the renewal in flight re-arms the timer when it completes
+	}
+	h.stopTimerLocked()
+	return h.armLocked()
+}
+
+// armLocked schedules the hold's next timer event: the next renewal (watchdog locks), or the local end of the
+// lease (lease locks), whichever comes first.
+func (h *hold) armLocked() error {
+	d := h.expireAt() - h.c.now()
+	if h.watchdog {
+		d = min(d, h.c.cfg.renewEvery)
+	}
+	tm, err := h.c.timer.NewTimeout(h, d)
+	if err != nil {
+		return err
+	}
+	h.tm = tm
+	return nil
+}
+
+// expireAt is when the held context is cancelled with ErrLeaseExpired unless a renewal was confirmed: slightly
+// before the lease can end on the server, so that the cancellation, which the timer may deliver up to a tick late,
+// never comes after another owner could have been let in. The margin is two timer ticks plus 1% of the lease
+// (clock-rate differences between hosts are far smaller), capped at a tenth of the lease for very short leases.
+func (h *hold) expireAt() time.Duration {
+	margin := min(2*timer.DefaultTick+h.lease/100, h.lease/10)
+	return h.deadline - margin
+}
+
+// stopTimerLocked cancels the hold's pending timeout, if any. A timeout that already fired is recognised as stale
+// by Run (it is no longer h.tm).
+func (h *hold) stopTimerLocked() {
+	if h.tm != nil {
+		h.tm.Cancel()
+		h.tm = nil
+	}
+}
+
+// Run is the hold's timer task: a watchdog renewal fell due, or the lease reached its local end. It runs on the
+// timer's worker and only hands the renewal to the watchdog's batch.
+func (h *hold) Run(t *timer.Timeout) {
+	c := h.c
+	sh := c.shard(h.name())
+	sh.mu.Lock()
+	if h.tm != t || h.state != holdHeld {
+		sh.mu.Unlock()
+		return
+	}
+	h.tm = nil
+	now := c.now()
+	if now >= h.expireAt() {
+		c.dropLocked(sh, h)
+		sh.mu.Unlock()
+		c.lost(h, ErrLeaseExpired)
+		return
+	}
+	if !h.watchdog || h.renewing {
+		// A lease lock re-entered with a longer lease, or a renewal still in flight: wait for the new end.
+		err := h.armLocked()
+		sh.mu.Unlock()
+		if err != nil {
+			c.log.Warn("rlock: cannot schedule the lease check; the lock stays held until its lease ends",
+				"lock", h.name(), "owner", h.owner, "err", err)
+		}
+		return
+	}
+	h.renewing = true
+	// While the renewal is batched and in flight, the timer guards the end of the lease: if no confirmation comes
+	// in time (the server is unreachable), the held context is cancelled at expireAt, not when the transport
+	// finally gives up.
+	tm, err := c.timer.NewTimeout(h, h.expireAt()-now)
+	if err == nil {
+		h.tm = tm
+	}
+	sh.mu.Unlock()
+	c.wd.add(h)
+}
+
+// dropLocked removes a hold that ends without a release (lost, expired, force-unlocked).
+func (c *Client) dropLocked(sh *shard, h *hold) {
+	h.state = holdGone
+	h.stopTimerLocked()
+	if sh.holds[holdKey{h.name(), h.owner}] == h {
+		delete(sh.holds, holdKey{h.name(), h.owner})
+	}
+}
+
+// lost reports a hold that ended without a release: it cancels the held context with cause and tells the
+// observer and the log.
+func (c *Client) lost(h *hold, cause error) {
+	h.cancel(cause)
+	c.obs.Lost(LostEvent{Name: h.name(), Owner: h.owner, Cause: cause})
+	c.log.Warn("rlock: lock no longer held", "lock", h.name(), "owner", h.owner, "cause", cause)
+}
+
+// The hold is the parent of its held context: a context.Context that is never cancelled (so WithCancelCause
+// starts no goroutine and registers nothing anywhere), carries the owner, and passes every other value lookup to
+// the acquiring context.
+
+// Deadline reports no deadline: the lease's end is reported by cancellation, with a cause.
+func (h *hold) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns nil: the hold itself is never cancelled; the held context above it is.
+func (h *hold) Done() <-chan struct{} { return nil }
+
+// Err returns nil.
+func (h *hold) Err() error { return nil }
+
+// Value returns the hold for the owner key, and otherwise what the acquiring context holds.
+func (h *hold) Value(key any) any {
+	if _, ok := key.(ownerKey); ok {
+		return h
+	}
+	return h.parent.Value(key)
+}
+
+// String names the held lock, for context printing.
+func (h *hold) String() string { return "rlock.Held(" + h.name() + ", " + h.owner + ")" }
+
+var (
+	_ context.Context = (*hold)(nil)
+	_ timer.Task      = (*hold)(nil)
+)

@@ -1,0 +1,87 @@
+package rlock
+
+import (
+	"context"
+	"strconv"
+	"strings"
+)
+
+// Ownership. Redisson identifies a holder as <clientUUID>:<threadId>. Go hides goroutine ids on purpose, so the
+// owner travels in the context instead (DESIGN.md, "Identity"): an acquire with a context that carries no owner
+// takes a new owner id from the client's counter, and the context it returns carries that owner, so acquiring again
+// with it re-enters, and Unlock with it releases. WithOwner pins an owner explicitly.
+
+// ownerKey is the context key of the owner. Its value is either a *hold (a held context: the owner is the hold's)
+// or a pinnedOwner (WithOwner).
+type ownerKey struct{}
+
+// pinnedOwner is an owner id given to WithOwner, validated when it is used.
+type pinnedOwner string
+
+// WithOwner returns a copy of ctx that acquires and releases locks as the owner id: "<clientUUID>:<n>" (any
+// client's UUID, for example the id a Java service using Redisson holds a lock as) or just "<n>", which means
+// "<the using client's UUID>:<n>". n is a decimal integer, as Redisson's thread id is.
+//
+// Use it to hand a lock from one goroutine to another (both use the same owner), or to re-enter a lock a Redisson
+// process holds with the same id. Two goroutines that share an owner share its locks: they must not rely on the
+// lock to exclude each other. An id that is not of that form makes the acquire or release return an
+// *ArgumentError. WithOwner does not block and allocates once.
+func WithOwner(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, pinnedOwner(id))
+}
+
+// OwnerOf returns the owner id ctx acquires locks as ("<clientUUID>:<n>", or what WithOwner was given), and false
+// when ctx carries none (an acquire with it takes a new owner). It does not block.
+func OwnerOf(ctx context.Context) (string, bool) {
+	switch v := ctx.Value(ownerKey{}).(type) {
+	case *hold:
+		return v.owner, true
+	case pinnedOwner:
+		return string(v), true
+	}
+	return "", false
+}
+
+// owner is the result of resolving a context's owner for one client.
+type owner struct {
+	id    string // <clientUUID>:<n>
+	hold  *hold  // the hold the context belongs to, when it is a held context (any lock)
+	fresh bool   // the id was just made for this call: nobody else can hold anything under it
+}
+
+// resolveOwner returns the owner ctx acts as for c, making a fresh one when ctx carries none (when mint is true;
+// otherwise the result has an empty id). op names the call for an *ArgumentError.
+func (c *Client) resolveOwner(ctx context.Context, op string, mint bool) (owner, error) {
+	switch v := ctx.Value(ownerKey{}).(type) {
+	case *hold:
+		return owner{id: v.owner, hold: v}, nil
+	case pinnedOwner:
+		id := string(v)
+		i := strings.LastIndexByte(id, ':')
+		if !isDecimal(id[i+1:]) || i == 0 {
+			return owner{}, &ArgumentError{Op: op, Arg: "owner", Value: strconv.Quote(id),
+				Reason: `must be "<clientUUID>:<n>" or "<n>" with n a decimal integer`}
+		}
+		if i < 0 {
+			id = c.id + ":" + id
+		}
+		return owner{id: id}, nil
+	}
+	if !mint {
+		return owner{}, nil
+	}
+	return owner{id: c.id + ":" + strconv.FormatUint(c.nextOwner.Add(1), 10), fresh: true}, nil
+}
+
+// isDecimal reports whether s is 1 to 19 ASCII digits (a Java long, as Redisson's thread id).
+func isDecimal(s string) bool {
+	if len(s) == 0 || len(s) > 19 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
