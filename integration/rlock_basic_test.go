@@ -10,6 +10,8 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
+// Ports of Redisson's RedissonLockTest scenarios: the basic contract of a reentrant lock.
+
 func TestLockUnlock(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newLockClient(t, srv, 0)
@@ -24,6 +26,9 @@ func TestLockUnlock(t *testing.T) {
 	if m := hgetall(t, srv, "lock"); len(m) != 1 || m[owner] != "1" {
 		t.Fatalf("HGETALL lock = %v, want {%s: 1}", m, owner)
 	}
+	if held.Err() != nil {
+		t.Fatalf("held context already done: %v", context.Cause(held))
+	}
 	if locked, err := l.IsLocked(ctx); err != nil || !locked {
 		t.Fatalf("IsLocked = %v, %v", locked, err)
 	}
@@ -34,4 +39,274 @@ func TestLockUnlock(t *testing.T) {
 	if !errors.Is(context.Cause(held), rlock.ErrReleased) {
 		t.Fatalf("cause after unlock = %v, want ErrReleased", context.Cause(held))
 	}
+	if st := c.Stats(); st != (rlock.Stats{}) {
+		t.Fatalf("stats after unlock = %+v, want zero", st)
+	}
+}
+
+// Redisson's testGetHoldCount: 0, 1, 0, 2, 1, 0.
+func TestReentrancyHoldCount(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	l := c.Lock("lock")
+	ctx := rlock.WithOwner(ctxT(t, 10*time.Second), "1")
+
+	wantHolds := func(want int) {
+		t.Helper()
+		n, err := l.HoldCount(ctx)
+		if err != nil || n != want {
+			t.Fatalf("HoldCount = %d, %v; want %d", n, err, want)
+		}
+	}
+	wantHolds(0)
+	held := mustLock(t, l, ctx)
+	wantHolds(1)
+	mustUnlock(t, l, held)
+	wantHolds(0)
+
+	held = mustLock(t, l, ctx)
+	again := mustLock(t, l, held) // re-entry with the held context
+	if again != held {
+		t.Fatal("re-entry returned another context than the hold's")
+	}
+	wantHolds(2)
+	if n, _ := l.HoldCount(held); n != 2 {
+		t.Fatalf("HoldCount(held) = %d, want 2", n)
+	}
+	mustUnlock(t, l, again)
+	wantHolds(1)
+	if held.Err() != nil {
+		t.Fatalf("held context cancelled by a partial unlock: %v", context.Cause(held))
+	}
+	if st := c.Stats(); st.Held != 1 {
+		t.Fatalf("stats = %+v, want one held lock", st)
+	}
+	mustUnlock(t, l, held)
+	wantHolds(0)
+	if !errors.Is(context.Cause(held), rlock.ErrReleased) {
+		t.Fatalf("cause = %v, want ErrReleased", context.Cause(held))
+	}
+}
+
+// Redisson's testIsLocked / testIsHeldByCurrentThread / testIsHeldByThread, with owners in place of threads.
+func TestIsLockedAndIsHeldBy(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	other := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+	l := c.Lock("lock")
+
+	if held, err := l.IsHeldBy(ctx); err != nil || held {
+		t.Fatalf("IsHeldBy(no owner) = %v, %v", held, err)
+	}
+	held := mustLock(t, l, ctx)
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"holder", held, true},
+		{"holder pinned by id", rlock.WithOwner(ctx, mustOwner(t, held)), true},
+		{"another owner of the same client", rlock.WithOwner(ctx, "999"), false},
+		{"no owner", ctx, false},
+	} {
+		if got, err := l.IsHeldBy(tc.ctx); err != nil || got != tc.want {
+			t.Errorf("%s: IsHeldBy = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	ol := other.Lock("lock")
+	if got, err := ol.IsLocked(ctx); err != nil || !got {
+		t.Fatalf("IsLocked from another client = %v, %v", got, err)
+	}
+	if got, err := ol.IsHeldBy(rlock.WithOwner(ctx, "1")); err != nil || got {
+		t.Fatalf("IsHeldBy(other client's owner 1) = %v, %v", got, err)
+	}
+	if got, err := ol.IsHeldBy(held); err != nil || !got {
+		t.Fatalf("IsHeldBy(held) through another client = %v, %v (the owner is in the context)", got, err)
+	}
+	mustUnlock(t, l, held)
+	if got, err := l.IsHeldBy(held); err != nil || got {
+		t.Fatalf("IsHeldBy after unlock = %v, %v", got, err)
+	}
+}
+
+// Redisson's testUnlockFail: unlocking as another owner fails and changes nothing.
+func TestUnlockByAnotherOwnerFails(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	other := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+	l := c.Lock("lock")
+	held := mustLock(t, l, ctx)
+
+	for name, try := range map[string]func() error{
+		"same client, other owner": func() error { return l.Unlock(rlock.WithOwner(ctx, "12345")) },
+		"other client, new owner":  func() error { return other.Lock("lock").Unlock(rlock.WithOwner(ctx, "1")) },
+		"no owner":                 func() error { return l.Unlock(ctx) },
+	} {
+		if err := try(); !errors.Is(err, rlock.ErrNotHeld) {
+			t.Errorf("%s: Unlock = %v, want ErrNotHeld", name, err)
+		}
+	}
+	if got, err := l.IsHeldBy(held); err != nil || !got {
+		t.Fatalf("lock no longer held after failed unlocks: %v, %v", got, err)
+	}
+	if held.Err() != nil {
+		t.Fatalf("held context cancelled: %v", context.Cause(held))
+	}
+	mustUnlock(t, l, held)
+	if err := l.Unlock(held); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
+	}
+}
+
+// Redisson's testForceUnlock: a fresh handle (and another client) deletes the lock whoever holds it.
+func TestForceUnlockFromFreshHandle(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	other := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+
+	held := mustLock(t, c.Lock("lock"), ctx)
+	mustLock(t, c.Lock("lock"), held) // hold count 2: force unlock ignores it
+	ok, err := c.Lock("lock").ForceUnlock(ctx)
+	if err != nil || !ok {
+		t.Fatalf("ForceUnlock = %v, %v; want true", ok, err)
+	}
+	if locked, _ := c.Lock("lock").IsLocked(ctx); locked {
+		t.Fatal("still locked after ForceUnlock")
+	}
+	if !errors.Is(context.Cause(held), rlock.ErrLockLost) {
+		t.Fatalf("holder's cause = %v, want ErrLockLost", context.Cause(held))
+	}
+	if ok, err := c.Lock("lock").ForceUnlock(ctx); err != nil || ok {
+		t.Fatalf("ForceUnlock of a free lock = %v, %v; want false", ok, err)
+	}
+
+	// From another client: the holder learns it at its next renewal.
+	held = mustLock(t, c.Lock("lock2"), ctx)
+	if ok, err := other.Lock("lock2").ForceUnlock(ctx); err != nil || !ok {
+		t.Fatalf("ForceUnlock from another client = %v, %v", ok, err)
+	}
+	if err := c.Lock("lock2").Unlock(held); !errors.Is(err, rlock.ErrNotHeld) {
+		t.Fatalf("Unlock after a remote ForceUnlock = %v, want ErrNotHeld", err)
+	}
+	if !errors.Is(context.Cause(held), rlock.ErrLockLost) {
+		t.Fatalf("cause after the failed unlock = %v, want ErrLockLost", context.Cause(held))
+	}
+}
+
+// Redisson's testRemainTimeToLive: ≈ lease, -2 after unlock, ≈ watchdog timeout with the watchdog; and
+// testReentrantLeaseTime: a partial unlock re-arms the lease.
+func TestRemainTimeToLive(t *testing.T) {
+	srv := redistest.Start(t)
+	const watchdog = 5 * time.Second
+	c := newLockClient(t, srv, watchdog)
+	ctx := ctxT(t, 10*time.Second)
+	l := c.Lock("lock")
+
+	near := func(want time.Duration) {
+		t.Helper()
+		ttl, err := l.RemainTimeToLive(ctx)
+		if err != nil || ttl > want || ttl < want-500*time.Millisecond {
+			t.Fatalf("RemainTimeToLive = %v, %v; want about %v", ttl, err, want)
+		}
+	}
+	if ttl, err := l.RemainTimeToLive(ctx); err != nil || ttl != rlock.TTLNoKey {
+		t.Fatalf("RemainTimeToLive of a free lock = %v, %v; want TTLNoKey", ttl, err)
+	}
+	held, err := l.LockLease(ctx, 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	near(3 * time.Second)
+	mustUnlock(t, l, held)
+	if ttl, err := l.RemainTimeToLive(ctx); err != nil || ttl != rlock.TTLNoKey {
+		t.Fatalf("RemainTimeToLive after unlock = %v, %v; want TTLNoKey (-2)", ttl, err)
+	}
+
+	held = mustLock(t, l, ctx)
+	near(watchdog)
+	mustUnlock(t, l, held)
+
+	// Re-entrant lease: the partial unlock re-arms the lease, the lock stays held.
+	held, err = l.LockLease(ctx, 4*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.LockLease(held, 4*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "PEXPIRE", "lock", "1500"); err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, l, held)
+	near(4 * time.Second)
+	if held.Err() != nil {
+		t.Fatalf("partial unlock cancelled the held context: %v", context.Cause(held))
+	}
+	mustUnlock(t, l, held)
+}
+
+func TestInvalidArgumentsSendNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+	l := c.Lock("lock")
+	for name, err := range map[string]error{
+		"empty name":       func() error { _, err := c.Lock("").Lock(ctx); return err }(),
+		"negative lease":   func() error { _, err := l.TryLock(ctx, 0, -time.Second); return err }(),
+		"sub-ms lease":     func() error { _, err := l.LockLease(ctx, 500*time.Microsecond); return err }(),
+		"zero lease":       func() error { _, err := l.LockLease(ctx, 0); return err }(),
+		"negative wait":    func() error { _, err := l.TryLock(ctx, -time.Millisecond, 0); return err }(),
+		"bad owner":        func() error { _, err := l.Lock(rlock.WithOwner(ctx, "abc")); return err }(),
+		"bad owner suffix": func() error { _, err := l.Lock(rlock.WithOwner(ctx, "uuid:")); return err }(),
+		"unlock bad owner": l.Unlock(rlock.WithOwner(ctx, "x:y")),
+		"empty name query": func() error { _, err := c.Lock("").IsLocked(ctx); return err }(),
+	} {
+		var ae *rlock.ArgumentError
+		if !errors.Is(err, rlock.ErrInvalidArgument) || !errors.As(err, &ae) {
+			t.Errorf("%s: err = %v, want an *ArgumentError", name, err)
+		}
+	}
+	if n, err := srv.DoInt(ctx, "DBSIZE"); err != nil || n != 0 {
+		t.Fatalf("DBSIZE = %d, %v: something was written", n, err)
+	}
+}
+
+// TryLock's failure to acquire and a context that ends are different errors.
+func TestContextEndIsNotFailureToAcquire(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+	l := c.Lock("lock")
+	held := mustLock(t, l, rlock.WithOwner(ctx, "1"))
+
+	if _, err := l.TryLock(ctx, 0, 0); !errors.Is(err, rlock.ErrNotAcquired) {
+		t.Fatalf("TryLock(no wait) on a held lock = %v, want ErrNotAcquired", err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := l.TryLock(short, time.Hour, 0); !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, rlock.ErrNotAcquired) {
+		t.Fatalf("TryLock with an expiring context = %v, want context.DeadlineExceeded", err)
+	}
+	cancelled, cancel2 := context.WithCancel(ctx)
+	f := l.LockAsync(cancelled)
+	cancel2()
+	if _, err := f.Get(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("LockAsync after cancel = %v, want context.Canceled", err)
+	}
+	mustUnlock(t, l, held)
+	if st := c.Stats(); st != (rlock.Stats{}) {
+		t.Fatalf("stats = %+v: the abandoned waiters stayed", st)
+	}
+}
+
+func mustOwner(t testing.TB, held context.Context) string {
+	t.Helper()
+	o, ok := rlock.OwnerOf(held)
+	if !ok {
+		t.Fatal("no owner in the held context")
+	}
+	return o
 }

@@ -182,3 +182,27 @@ func (c *Client) now() time.Duration { return time.Since(c.epoch) }
 // bounds the caller's wait, not the command, because a command abandoned in flight would leave its effect on the
 // server unknown.
 var background = context.Background()
+
+// Stats is a snapshot of a Client's local lock state, for metrics and tests.
+type Stats struct {
+	Held    int // locks held through this client (one per name and owner, whatever the hold count)
+	Waiters int // acquire calls queued behind another holder
+	Queues  int // lock names with queued waiters (each has one subscription to its unlock channel)
+}
+
+// Stats returns a snapshot of the client's local lock state. It takes each shard's mutex briefly, so it costs
+// O(shards), not O(locks); it does not block on I/O and is safe for concurrent use.
+func (c *Client) Stats() Stats {
+	var s Stats
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		s.Held += len(sh.holds)
+		s.Queues += len(sh.queues)
+		for _, q := range sh.queues {
+			s.Waiters += q.n
+		}
+		sh.mu.Unlock()
+	}
+	return s
+}

@@ -70,8 +70,13 @@ func (c *Client) resolveOwner(ctx context.Context, op string, mint bool) (owner,
 	if !mint {
 		return owner{}, nil
 	}
-	return owner{id: c.id + ":" + strconv.FormatUint(c.nextOwner.Add(1), 10), fresh: true}, nil
+	return owner{id: c.id + ":" + strconv.FormatUint(mintedOwnerBase+c.nextOwner.Add(1), 10), fresh: true}, nil
 }
+
+// mintedOwnerBase keeps the owner ids a client makes apart from the small ids callers pick for WithOwner ("1",
+// "42", a Java thread id): minted ids are 10,000,000,001 and up. Eleven digits keep an owner string at 48 bytes
+// (36-byte UUID, colon, id), one small allocation size class.
+const mintedOwnerBase = 10_000_000_000
 
 // isDecimal reports whether s is 1 to 19 ASCII digits (a Java long, as Redisson's thread id).
 func isDecimal(s string) bool {
