@@ -47,8 +47,8 @@ const numShards = 64
 // and no promise completion happens while mu is held: decisions are made under mu, actions after it.
 type shard struct {
 	mu     sync.Mutex
-	holds  map[holdKey]*hold  // held locks, by name and owner
-	queues map[string]*queue  // names with waiters of this client
+	holds  map[holdKey]*hold    // held locks, by name and owner
+	queues map[string]*queue    // names with waiters of this client
 	_      [64 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
