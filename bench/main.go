@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "case" {
+		os.Exit(workload.CaseMain(os.Args[2:], oursFactories(), os.Stdin, os.Stdout, os.Stderr))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// options are the orchestrator's flags, resolved.
+type options struct {
+	addr        string
+	workloads   []string
+	libs        []string
+	duration    time.Duration
+	warmup      time.Duration
+	quick       bool
+	jsonPath    string
+	htmlPath    string
+	mdPath      string
+	n           int
+	hold        time.Duration
+	ttl         time.Duration
+	lease       time.Duration
+	w1G         []int
+	w2G         int
+	w2Keys      []int
+	w4G         []int
+	w5Keys      []int
+	ceiling     bool
+	ceilingDur  time.Duration
+	quietMax    time.Duration
+	otherMax    float64
+	reruns      int
+	peersBin    string
+	peersDir    string
+	logDir      string
+	verbose     bool
+	progressBar string // auto, on, off
+}
+
+const usageText = `usage: go run ./bench [flags]
+
+Runs the lock workloads for locksmith ("ours") and the peer libraries, each
+case in its own process, against an embedded redis-server (or -addr), next to
+the server's own ceiling (redis-benchmark EVALSHA of the lock scripts), and
+prints a table; -json and -html write the report.
+
+Workloads: w1 uncontended pairs (G = 1, 64, 1024), w2 contended (64
+goroutines on 1 and 16 keys), w3 N watchdog-held locks, w4 hand-off latency
+(G = 2, 16 on one key), w5 async (one goroutine, 1024 keys in flight), raw
+EVALSHA acquire+release pairs on bare transports (ours-conn, rueidis, goredis).
+
+Libraries: ours, redsync, redislock, rueidislock, rueidis (raw rueidis EVALSHA
+of the same scripts), goredis (the same on go-redis), ours-conn (the same on
+locksmith's conn package); variants: redsync:1ms, redislock:1ms,
+rueidislock:loop, rueidislock:1s.
+
+Flags:
+`
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	var o options
+	var workloads, libs, w1G, w2Keys, w4G, w5Keys string
+	fs.StringVar(&o.addr, "addr", "", "redis-server host:port (default: start an embedded one on loopback)")
+	fs.StringVar(&workloads, "workloads", "w1,w2,w3,w4,w5,raw", "workloads to run")
+	fs.StringVar(&libs, "libs", "ours,redsync,redislock,rueidislock,rueidis,goredis", "libraries to run (raw runs the transports among them; ours brings ours-conn)")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measurement window per case")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up before each window")
+	fs.BoolVar(&o.quick, "quick", false, "smoke run: short windows, fewer configurations, N=1000 (a few seconds per library)")
+	fs.StringVar(&o.jsonPath, "json", "", "write the JSON report to this path")
+	fs.StringVar(&o.htmlPath, "html", "", "write the HTML report to this path")
+	fs.StringVar(&o.mdPath, "markdown", "", "write the tables as Markdown to this path")
+	fs.IntVar(&o.n, "n", 10000, "W3: number of held locks (1000000 works for ours)")
+	fs.DurationVar(&o.hold, "hold", 30*time.Second, "W3: how long the locks are held")
+	fs.DurationVar(&o.ttl, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
+	fs.DurationVar(&o.lease, "lease", 10*time.Second, "fixed lease for libraries without a watchdog (W1, W2, W4)")
+	fs.StringVar(&w1G, "g", "1,64,1024", "W1/raw: goroutine counts")
+	fs.IntVar(&o.w2G, "w2-g", 64, "W2: goroutines")
+	fs.StringVar(&w2Keys, "w2-keys", "1,16", "W2: key counts")
+	fs.StringVar(&w4G, "w4-g", "2,16", "W4: goroutine counts (one key)")
+	fs.StringVar(&w5Keys, "w5-keys", "1024", "W5: keys in flight")
+	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the server ceiling with redis-benchmark")
+	fs.DurationVar(&o.ceilingDur, "ceiling-duration", 0, "length of each redis-benchmark run (default: -duration)")
+	fs.DurationVar(&o.quietMax, "quiet-wait", 10*time.Second, "longest wait for a quiet machine before a case")
+	fs.Float64Var(&o.otherMax, "other-max", 0.25, "other processes' cores above which a case counts as disturbed and is rerun")
+	fs.IntVar(&o.reruns, "reruns", 2, "reruns of a disturbed case")
+	fs.StringVar(&o.peersBin, "peers-bin", "", "prebuilt peers binary (default: build bench/peers)")
+	fs.StringVar(&o.peersDir, "peers-dir", "", "directory of the peers module (default: bench/peers of this checkout)")
+	fs.StringVar(&o.logDir, "log-dir", "", "keep each case process's stderr in this directory")
+	fs.BoolVar(&o.verbose, "v", false, "log every case and sample")
+	fs.StringVar(&o.progressBar, "progress", "auto", "progress bar: auto (on a terminal, not in CI), on, off")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q (the case subcommand is internal)", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if o.quick {
+		// A smoke run: every workload, fewer configurations, short windows.
+		def := func(name string, apply func()) {
+			if !set[name] {
+				apply()
+			}
+		}
+		def("duration", func() { o.duration = 400 * time.Millisecond })
+		def("warmup", func() { o.warmup = 100 * time.Millisecond })
+		def("g", func() { w1G = "1,64" })
+		def("w4-g", func() { w4G = "2" })
+		def("w5-keys", func() { w5Keys = "256" })
+		def("n", func() { o.n = 1000 })
+		def("hold", func() { o.hold = 1500 * time.Millisecond })
+		def("ttl", func() { o.ttl = time.Second })
+		def("quiet-wait", func() { o.quietMax = time.Second })
+		def("reruns", func() { o.reruns = 0 })
+	}
+	if o.ceilingDur <= 0 {
+		o.ceilingDur = o.duration
+	}
+	var err error
+	o.workloads = splitList(workloads)
+	for _, w := range o.workloads {
+		switch w {
+		case workload.W1, workload.W2, workload.W3, workload.W4, workload.W5, workload.Raw:
+		default:
+			return o, fmt.Errorf("-workloads: unknown workload %q (want w1..w5, raw)", w)
+		}
+	}
+	o.libs = splitList(libs)
+	if len(o.libs) == 0 {
+		return o, errors.New("-libs: no library")
+	}
+	for _, l := range o.libs {
+		if !knownLibrary(l) {
+			return o, fmt.Errorf("-libs: unknown library %q", l)
+		}
+	}
+	if o.w1G, err = intList("g", w1G); err != nil {
+		return o, err
+	}
+	if o.w2Keys, err = intList("w2-keys", w2Keys); err != nil {
+		return o, err
+	}
+	if o.w4G, err = intList("w4-g", w4G); err != nil {
+		return o, err
+	}
+	if o.w5Keys, err = intList("w5-keys", w5Keys); err != nil {
+		return o, err
+	}
+	for _, g := range o.w4G {
+		if g < 2 {
+			return o, fmt.Errorf("-w4-g: a hand-off needs at least 2 goroutines, got %d", g)
+		}
+	}
+	if o.duration <= 0 || o.n <= 0 || o.hold <= 0 || o.ttl <= 0 || o.lease <= 0 || o.w2G <= 0 {
+		return o, errors.New("-duration, -n, -hold, -ttl, -lease and -w2-g must be positive")
+	}
+	switch o.progressBar {
+	case "auto", "on", "off":
+	default:
+		return o, fmt.Errorf("-progress: want auto, on or off, got %q", o.progressBar)
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func intList(name, s string) ([]int, error) {
+	var out []int
+	for _, p := range splitList(s) {
+		var n int
+		if _, err := fmt.Sscan(p, &n); err != nil || n <= 0 {
+			return nil, fmt.Errorf("-%s: %q is not a positive integer", name, p)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-%s: empty list", name)
+	}
+	return out, nil
+}
+
+// knownLibrary reports whether name (with any variant) is a library this CLI
+// can run, in this binary (ours) or in the peers binary.
+func knownLibrary(name string) bool {
+	base, variant, _ := strings.Cut(name, ":")
+	switch base {
+	case "ours", "ours-conn", "rueidis", "goredis":
+		return variant == ""
+	case "redsync", "redislock":
+		return variant == "" || variant == "1ms"
+	case "rueidislock":
+		return variant == "" || variant == "loop" || variant == "1s"
+	}
+	return false
+}
+
+// isOurs reports whether the library runs in this binary.
+func isOurs(lib string) bool {
+	return lib == "ours" || strings.HasPrefix(lib, "ours:") || lib == "ours-conn"
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+)
+
+// newGoredisClient returns a go-redis client with its defaults (PoolSize 10
+// per GOMAXPROCS, no pipelining: what redsync's and redislock's users get) and
+// a hook counting the commands it sends.
+func newGoredisClient(ctx context.Context, addr string) (*redis.Client, *cmdCount, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	n := &cmdCount{}
+	c.AddHook(n)
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	n.n.Store(0) // the PING above is not part of any case
+	return c, n, nil
+}
+
+// cmdCount is a go-redis hook counting commands (a pipeline counts each of
+// its commands). It implements workload.CommandCounter.
+type cmdCount struct{ n atomic.Uint64 }
+
+func (h *cmdCount) Commands() (uint64, bool) { return h.n.Load(), true }
+
+func (h *cmdCount) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *cmdCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *cmdCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(uint64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+var _ redis.Hook = (*cmdCount)(nil)
+
+// goredisTransport runs the raw baseline on go-redis.
+type goredisTransport struct {
+	c *redis.Client
+	*cmdCount
+	scripts map[*workload.Script]*redis.Script
+}
+
+func newRawGoredis(ctx context.Context, cfg workload.Config) (workload.Library, error) {
+	c, n, err := newGoredisClient(ctx, cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	t := &goredisTransport{c: c, cmdCount: n, scripts: map[*workload.Script]*redis.Script{
+		workload.AcquireScript: redis.NewScript(workload.AcquireScript.Src),
+		workload.ReleaseScript: redis.NewScript(workload.ReleaseScript.Src),
+	}}
+	return workload.NewRawLock(t, cfg.Lease), nil
+}
+
+func (t *goredisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (int64, bool, error) {
+	av := make([]any, len(args))
+	for i, a := range args {
+		av[i] = a
+	}
+	n, err := t.scripts[s].Run(ctx, t.c, keys, av...).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, true, nil
+	}
+	return n, false, err
+}
+
+// Subscribe uses one go-redis PubSub (its own connection) per channel, and
+// one goroutine reading it.
+func (t *goredisTransport) Subscribe(ctx context.Context, channel string, onMessage func()) (func(), error) {
+	ps := t.c.Subscribe(ctx, channel)
+	t.n.Add(1)
+	if _, err := ps.Receive(ctx); err != nil { // the subscription confirmation
+		_ = ps.Close()
+		return nil, err
+	}
+	ch := ps.Channel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	// Owned by the subscription: ends when unsubscribe closes ps (which
+	// closes ch); waited for in unsubscribe.
+	go func() {
+		defer wg.Done()
+		for range ch {
+			onMessage()
+		}
+	}()
+	return func() {
+		t.n.Add(1)
+		_ = ps.Close()
+		wg.Wait()
+	}, nil
+}
+
+func (t *goredisTransport) Close() error { return t.c.Close() }

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+)
+
+// redsyncLib adapts go-redsync/redsync v4 on one go-redis client.
+type redsyncLib struct {
+	c *redis.Client
+	*cmdCount
+	rs    *redsync.Redsync
+	opts  []redsync.Option
+	lease time.Duration
+	ttl   time.Duration
+}
+
+func newRedsync(ctx context.Context, cfg workload.Config) (workload.Library, error) {
+	var opts []redsync.Option
+	switch cfg.Variant {
+	case "":
+	case "1ms":
+		opts = append(opts, redsync.WithRetryDelay(time.Millisecond))
+	default:
+		return nil, fmt.Errorf("redsync: unknown variant %q (have 1ms)", cfg.Variant)
+	}
+	c, n, err := newGoredisClient(ctx, cfg.Addr)
+	if err != nil {
+		return nil, err
+	}
+	return &redsyncLib{c: c, cmdCount: n, rs: redsync.New(goredis.NewPool(c)), opts: opts, lease: cfg.Lease, ttl: cfg.WatchdogTTL}, nil
+}
+
+type redsyncHeld struct {
+	m *redsync.Mutex
+	r *renewal // nil without a watchdog
+}
+
+func (l *redsyncLib) mutex(name string, expiry time.Duration) *redsync.Mutex {
+	return l.rs.NewMutex(name, append([]redsync.Option{redsync.WithExpiry(expiry)}, l.opts...)...)
+}
+
+func lockRedsync(ctx context.Context, m *redsync.Mutex) error {
+	err := m.LockContext(ctx)
+	if errors.Is(err, redsync.ErrFailed) && ctx.Err() == nil {
+		return fmt.Errorf("%w: %w", workload.ErrGaveUp, err)
+	}
+	return err
+}
+
+// Lock takes the lock with redsync's default expiry replaced by the case's
+// fixed lease.
+func (l *redsyncLib) Lock(ctx context.Context, name string) (workload.Held, error) {
+	m := l.mutex(name, l.lease)
+	if err := lockRedsync(ctx, m); err != nil {
+		return nil, err
+	}
+	return &redsyncHeld{m: m}, nil
+}
+
+// LockWatched takes the lock with expiry = TTL and extends it every TTL/2.
+func (l *redsyncLib) LockWatched(ctx context.Context, name string) (workload.WatchedHeld, error) {
+	m := l.mutex(name, l.ttl)
+	if err := lockRedsync(ctx, m); err != nil {
+		return nil, err
+	}
+	h := &redsyncHeld{m: m}
+	h.r = startRenewal(l.ttl/2, func(ctx context.Context) error {
+		ok, err := m.ExtendContext(ctx)
+		if err == nil && !ok {
+			err = errNotExtended
+		}
+		return err
+	})
+	return h, nil
+}
+
+func (l *redsyncLib) RenewPlan() (time.Duration, int) { return l.ttl / 2, 1 }
+
+func (l *redsyncLib) CountOwned(ctx context.Context, held []workload.WatchedHeld) (int, error) {
+	return countConcurrently(ctx, len(held), func(ctx context.Context, i int) (bool, error) {
+		return held[i].(*redsyncHeld).m.ValidContext(ctx)
+	})
+}
+
+func (h *redsyncHeld) Unlock(ctx context.Context) error {
+	if h.r != nil {
+		h.r.end()
+	}
+	ok, err := h.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = workload.ErrNotOwner
+	}
+	return err
+}
+
+func (h *redsyncHeld) Lost() <-chan struct{} {
+	if h.r == nil {
+		return nil
+	}
+	return h.r.lost
+}
+
+func (l *redsyncLib) Close() error { return l.c.Close() }
+
+var (
+	_ workload.Watchdog         = (*redsyncLib)(nil)
+	_ workload.OwnershipChecker = (*redsyncLib)(nil)
+	_ workload.CommandCounter   = (*redsyncLib)(nil)
+)

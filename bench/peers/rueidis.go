@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/rueidis"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+)
+
+// countingClient wraps a rueidis.Client and counts the commands sent through
+// Do and DoMulti (what rueidislock and the raw baseline use; Lua.Exec's
+// EVALSHA and its EVAL fallback both go through Do). It implements
+// workload.CommandCounter.
+type countingClient struct {
+	rueidis.Client
+	n *atomic.Uint64
+}
+
+func (c countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c countingClient) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	c.n.Add(uint64(len(multi)))
+	return c.Client.DoMulti(ctx, multi...)
+}
+
+func (c countingClient) Receive(ctx context.Context, subscribe rueidis.Completed, fn func(msg rueidis.PubSubMessage)) error {
+	c.n.Add(1)
+	return c.Client.Receive(ctx, subscribe, fn)
+}
+
+// rueidisTransport runs the raw baseline on rueidis with its defaults
+// (auto-pipelining).
+type rueidisTransport struct {
+	c       countingClient
+	scripts map[*workload.Script]*rueidis.Lua
+}
+
+func newRawRueidis(ctx context.Context, cfg workload.Config) (workload.Library, error) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}})
+	if err != nil {
+		return nil, err
+	}
+	t := &rueidisTransport{c: countingClient{Client: c, n: &atomic.Uint64{}}, scripts: map[*workload.Script]*rueidis.Lua{
+		workload.AcquireScript: rueidis.NewLuaScript(workload.AcquireScript.Src),
+		workload.ReleaseScript: rueidis.NewLuaScript(workload.ReleaseScript.Src),
+	}}
+	return workload.NewRawLock(t, cfg.Lease), nil
+}
+
+func (t *rueidisTransport) Commands() (uint64, bool) { return t.c.n.Load(), true }
+
+func (t *rueidisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (int64, bool, error) {
+	n, err := t.scripts[s].Exec(ctx, t.c, keys, args).AsInt64()
+	if rueidis.IsRedisNil(err) {
+		return 0, true, nil
+	}
+	return n, false, err
+}
+
+// Subscribe runs client.Receive (rueidis' pub/sub) in a goroutine until
+// unsubscribe cancels it, and waits for the subscription's confirmation.
+func (t *rueidisTransport) Subscribe(ctx context.Context, channel string, onMessage func()) (func(), error) {
+	rctx, cancel := context.WithCancel(context.Background())
+	confirmed := make(chan struct{})
+	var once sync.Once
+	rctx = rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "subscribe" && s.Channel == channel {
+			once.Do(func() { close(confirmed) })
+		}
+	})
+	done := make(chan error, 1)
+	// Owned by the subscription: ends when unsubscribe cancels rctx (or the
+	// client closes); waited for in unsubscribe.
+	go func() {
+		done <- t.c.Receive(rctx, t.c.B().Subscribe().Channel(channel).Build(), func(rueidis.PubSubMessage) {
+			onMessage()
+		})
+	}()
+	unsubscribe := func() {
+		cancel()
+		<-done
+	}
+	select {
+	case <-confirmed:
+		return unsubscribe, nil
+	case err := <-done:
+		cancel()
+		return nil, err
+	case <-ctx.Done():
+		unsubscribe()
+		return nil, ctx.Err()
+	}
+}
+
+func (t *rueidisTransport) Close() error {
+	t.c.Close()
+	return nil
+}

@@ -1,0 +1,347 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+)
+
+// Table is one section of the report: rendered as aligned text, Markdown and
+// HTML from the same cells.
+type Table struct {
+	ID      string // workload id ("w1", "ceiling")
+	Title   string
+	Note    string
+	Headers []string
+	Rows    [][]string
+}
+
+// oursName is the library the ratio columns compare against, per workload.
+func oursName(w string) string {
+	if w == workload.Raw {
+		return "ours-conn"
+	}
+	return "ours"
+}
+
+// Tables builds every section of rep, in the order the workloads ran.
+func Tables(rep *Report) []Table {
+	out := []Table{ceilingTable(rep.Ceiling)}
+	seen := map[string]bool{}
+	for _, r := range rep.Records {
+		if seen[r.Workload] {
+			continue
+		}
+		seen[r.Workload] = true
+		recs := byWorkload(rep.Records, r.Workload)
+		switch r.Workload {
+		case workload.W1, workload.Raw:
+			out = append(out, pairsTable(r.Workload, recs, rep.Ceiling))
+		case workload.W2:
+			out = append(out, contendedTable(recs))
+		case workload.W3:
+			out = append(out, heldTable(rep.Meta, recs))
+		case workload.W4:
+			out = append(out, handoffTable(recs))
+		case workload.W5:
+			out = append(out, asyncTable(recs, rep.Ceiling))
+		}
+	}
+	return out
+}
+
+func byWorkload(recs []workload.Record, w string) []workload.Record {
+	var out []workload.Record
+	for _, r := range recs {
+		if r.Workload == w {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ours finds the ours record with the same configuration as r.
+func ours(recs []workload.Record, r workload.Record) *workload.Record {
+	for i := range recs {
+		o := &recs[i]
+		if o.Library == oursName(r.Workload) && o.Goroutines == r.Goroutines && o.Keys == r.Keys && o.NotApplicable == "" {
+			return o
+		}
+	}
+	return nil
+}
+
+// ratio is "ours ÷ this library" for a peer row, "—" for ours itself or when
+// either side has nothing.
+func ratio(recs []workload.Record, r workload.Record) string {
+	o := ours(recs, r)
+	if o == nil || r.Library == o.Library || r.OpsPerSec <= 0 || r.NotApplicable != "" {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f×", o.OpsPerSec/r.OpsPerSec)
+}
+
+func ofCeiling(ops float64, c Ceiling) string {
+	if c.PairsPerSec <= 0 || ops <= 0 {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", 100*ops/c.PairsPerSec)
+}
+
+func ceilingTable(c Ceiling) Table {
+	t := Table{ID: "ceiling", Title: "Server ceiling (redis-benchmark EVALSHA, loopback)",
+		Headers: []string{"test", "pipeline", "ops/s", "p50", "p99", "server CPU", "redis-benchmark CPU", "other CPU", "n"}}
+	if c.Error != "" {
+		t.Note = c.Error
+		return t
+	}
+	t.Note = fmt.Sprintf("%d connections, scripts: %s. One lock+unlock pair costs one ACQUIRE and one RELEASE: "+
+		"the pair ceiling at P%d is %s pairs/s (1/(1/acquire+1/release)); ÷ceiling columns divide by it.",
+		c.Clients, c.Scripts, c.Pipeline, count(c.PairsPerSec))
+	for _, r := range c.Runs {
+		t.Rows = append(t.Rows, []string{r.Test, fmt.Sprintf("P%d", r.Pipeline), count(r.PerSec),
+			ms(r.P50Ms), ms(r.P99Ms), cores(r.ServerCPU), cores(r.ToolCPU), other(r.OtherCPU, r.Disturbed),
+			fmt.Sprint(r.N)})
+	}
+	return t
+}
+
+func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
+	t := Table{ID: w, Headers: []string{"library", "G", "pairs/s", oursName(w) + "÷lib", "÷ceiling", "p50", "p99",
+		"p99.9", "max", "stalled", "client cmds/op", "server cmds/op", "client CPU", "server CPU", "other CPU",
+		"goroutines", "heap MB", "errors"}}
+	if w == workload.W1 {
+		t.Title = "W1 — uncontended: G goroutines, each lock+unlock of its own key"
+		t.Note = "One op = one acquire + one release (the pair); latency of the pair. stalled = goroutines whose pair " +
+			"had been in flight for more than 1 s when the window closed (oldest in brackets). CPU figures are cores " +
+			"used during the window; other CPU = machine - client - server (⚠ = above the threshold after reruns)."
+	} else {
+		t.Title = "Raw transports — EVALSHA acquire+release pairs on distinct keys"
+		t.Note = "The same Redisson-style scripts sent by bare clients: ours-conn = locksmith's conn package " +
+			"(conn.Client.Eval), rueidis and goredis = those clients' script APIs. This isolates the transport."
+	}
+	for _, r := range recs {
+		if r.NotApplicable != "" {
+			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Goroutines), r.NotApplicable, len(t.Headers)))
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), bold(count(r.OpsPerSec)),
+			ratio(recs, r), ofCeiling(r.OpsPerSec, c), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			stalled(r.Stalled, r.StalledOldestMs), perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated),
+			perOp(r.ServerCmdsPerOp, false), cores(r.ClientCPU), cores(r.ServerCPU), other(r.OtherCPU, r.Disturbed),
+			fmt.Sprint(r.GoroutinesPeak), mb(r.HeapPeakBytes), errs(r)})
+	}
+	return t
+}
+
+func contendedTable(recs []workload.Record) Table {
+	t := Table{ID: workload.W2, Title: "W2 — contended: G goroutines on K keys (goroutine i uses key i%K), blocking acquire",
+		Note: "acq/s = acquisitions in the window; wait = from starting to want the lock until holding it (retries, " +
+			"back-off and re-calls after a give-up included). The critical section increments a non-atomic counter " +
+			"and checks an atomic holder count: violations = overlaps + keys whose counter differs from their " +
+			"acquisitions. reacq% = acquisitions by the key's previous holder (barging); Jain = fairness of " +
+			"per-goroutine acquisitions (1 = even); waiting >1s = goroutines still waiting more than 1 s when the " +
+			"window closed (oldest in brackets). No think time.",
+		Headers: []string{"library", "G", "keys", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
+			"waiting >1s", "client cmds/acq", "reacq%", "Jain", "min/max per G", "gave-ups",
+			"violations (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
+	for _, r := range recs {
+		if r.NotApplicable != "" {
+			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Goroutines), r.NotApplicable, len(t.Headers)))
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys),
+			bold(count(r.OpsPerSec)), ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			stalled(r.Waiting, r.WaitingOldestMs), perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated),
+			fmt.Sprintf("%.0f", r.ReacqPct), fmt.Sprintf("%.2f", r.Jain), fmt.Sprintf("%d/%d", r.MinPerG, r.MaxPerG),
+			fmt.Sprint(r.GaveUps), violations(r), cores(r.ClientCPU), cores(r.ServerCPU),
+			other(r.OtherCPU, r.Disturbed), errs(r)})
+	}
+	return t
+}
+
+func heldTable(m Meta, recs []workload.Record) Table {
+	t := Table{ID: workload.W3,
+		Title: fmt.Sprintf("W3 — many held locks: N=%d, watchdog TTL %s, held %s", m.N, secs(m.TTLSec), secs(m.HoldSec)),
+		Note: "Each library keeps the locks alive its own way: ours and rueidislock by themselves; redsync " +
+			"(Mutex.Extend) and bsm/redislock (Lock.Refresh) by one goroutine per lock with a ticker at TTL/2, as " +
+			"their users write it. Heap, stacks, goroutines and RSS are sampled mid-hold after a forced GC (base = " +
+			"before the first acquire); stacks are not in the heap figure. renew cmds/s = EVALSHA+EVAL calls/s the " +
+			"server saw during the hold (expected = N ÷ batch ÷ renewal interval). lost = locks the library " +
+			"reported lost / locks the server no longer showed as held at the end of the hold.",
+		Headers: []string{"library", "acquired", "acquire time", "goroutines base→hold", "heap MB base→hold",
+			"heap KB/lock", "stack MB", "RSS MB", "renew cmds/s (expected)", "client cmds/s", "server cmds/s",
+			"client CPU", "server CPU", "other CPU", "lost lib/server", "release time", "errors"}}
+	for _, r := range recs {
+		if r.NotApplicable != "" {
+			t.Rows = append(t.Rows, naRow(r.Library, "", r.NotApplicable, len(t.Headers)))
+			continue
+		}
+		clientPerSec := "—"
+		if r.WindowSec > 0 && r.ClientCmds >= 0 {
+			clientPerSec = count(float64(r.ClientCmds) / r.WindowSec)
+			if r.ClientCmdsEstimated {
+				clientPerSec += "*"
+			}
+		}
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprintf("%d/%d", r.Acquired, r.Keys), secs(r.AcquireSec),
+			fmt.Sprintf("%d→%d", r.GoroutinesBase, r.GoroutinesHold),
+			fmt.Sprintf("%s→%s", mb(r.HeapBaseBytes), mb(r.HeapHoldBytes)),
+			fmt.Sprintf("%.2f", r.HeapBytesPerLock/1024), mb(r.StackHoldBytes), fmt.Sprintf("%.0f", float64(r.RSSHoldBytes)/(1<<20)),
+			fmt.Sprintf("**%s** (%s)", count(r.RenewCmdsPerSec), count(r.RenewCmdsExpected)), clientPerSec,
+			count(r.ServerCmdsPerSec), cores(r.ClientCPU), cores(r.ServerCPU), other(r.OtherCPU, r.Disturbed),
+			fmt.Sprintf("**%d/%d**", r.LostLib, r.LostServer), secs(r.ReleaseSec), errs(r)})
+	}
+	return t
+}
+
+func handoffTable(recs []workload.Record) Table {
+	t := Table{ID: workload.W4, Title: "W4 — hand-off latency: G goroutines on one key",
+		Note: "A goroutine that unlocks does not ask again until another goroutine holds the lock, so every " +
+			"acquisition is a hand-off. Latency = from just before the releaser's Unlock call to the next holder's " +
+			"Lock returning (release round trip + wake-up + acquire round trip + any back-off).",
+		Headers: []string{"library", "G", "hand-offs/s", "ours÷lib", "p50", "p99", "p99.9", "max", "waiting >1s",
+			"gave-ups", "violations", "client cmds/hand-off", "client CPU", "server CPU", "other CPU", "errors"}}
+	for _, r := range recs {
+		if r.NotApplicable != "" {
+			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Goroutines), r.NotApplicable, len(t.Headers)))
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), bold(count(r.OpsPerSec)),
+			ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			stalled(r.Waiting, r.WaitingOldestMs), fmt.Sprint(r.GaveUps), fmt.Sprint(r.Violations),
+			perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated), cores(r.ClientCPU), cores(r.ServerCPU),
+			other(r.OtherCPU, r.Disturbed), errs(r)})
+	}
+	return t
+}
+
+func asyncTable(recs []workload.Record, c Ceiling) Table {
+	t := Table{ID: workload.W5, Title: "W5 — async: one goroutine keeping K lock+unlock pairs in flight",
+		Note: "LockAsync/UnlockAsync from a single goroutine reacting to completions; each key has one pair in " +
+			"flight. Libraries without an async API are listed as n/a rather than emulated with goroutines.",
+		Headers: []string{"library", "keys", "pairs/s", "÷ceiling", "p50", "p99", "p99.9", "max", "stalled",
+			"goroutines", "client cmds/op", "server cmds/op", "client CPU", "server CPU", "other CPU", "errors"}}
+	for _, r := range recs {
+		if r.NotApplicable != "" {
+			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Keys), r.NotApplicable, len(t.Headers)))
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Keys), bold(count(r.OpsPerSec)),
+			ofCeiling(r.OpsPerSec, c), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			stalled(r.Stalled, r.StalledOldestMs), fmt.Sprint(r.GoroutinesPeak),
+			perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated), perOp(r.ServerCmdsPerOp, false), cores(r.ClientCPU),
+			cores(r.ServerCPU), other(r.OtherCPU, r.Disturbed), errs(r)})
+	}
+	return t
+}
+
+// naRow is a row for a library that lacks the workload's feature.
+func naRow(lib, config, reason string, width int) []string {
+	row := make([]string, width)
+	row[0], row[1] = lib, config
+	reason = strings.TrimPrefix(reason, "workload: not supported by this library: ")
+	row[2] = "n/a: " + reason
+	for i := 3; i < width; i++ {
+		row[i] = ""
+	}
+	return row
+}
+
+// Cell formatting. bold marks the headline figure (** in Markdown, <b> in
+// HTML, dropped in text).
+func bold(s string) string { return "**" + s + "**" }
+
+func count(v float64) string {
+	if v <= 0 || math.IsNaN(v) {
+		return "0"
+	}
+	s := fmt.Sprintf("%.0f", v)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// us formats a latency given in microseconds.
+func us(v float64) string {
+	switch {
+	case v <= 0:
+		return "—"
+	case v < 1000:
+		return fmt.Sprintf("%.0f µs", v)
+	case v < 10_000:
+		return fmt.Sprintf("%.2f ms", v/1e3)
+	case v < 100_000:
+		return fmt.Sprintf("%.1f ms", v/1e3)
+	case v < 10_000_000:
+		return fmt.Sprintf("%.0f ms", v/1e3)
+	default:
+		return fmt.Sprintf("%.1f s", v/1e6)
+	}
+}
+
+func ms(v float64) string { return us(v * 1e3) }
+
+func secs(v float64) string {
+	if v < 10 {
+		return fmt.Sprintf("%.2f s", v)
+	}
+	return fmt.Sprintf("%.0f s", v)
+}
+
+func cores(v float64) string { return fmt.Sprintf("%.2f", v) }
+
+func other(v float64, disturbed bool) string {
+	if disturbed {
+		return fmt.Sprintf("%.2f ⚠", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func perOp(v float64, estimated bool) string {
+	if estimated {
+		return fmt.Sprintf("%.2f*", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func mb(b uint64) string { return fmt.Sprintf("%.1f", float64(b)/(1<<20)) }
+
+func stalled(n int, oldestMs float64) string {
+	if n == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("**%d** (%s)", n, us(oldestMs*1e3))
+}
+
+func violations(r workload.Record) string {
+	return fmt.Sprintf("%d (%d/%d)", r.Violations, r.CounterExpected, r.CounterGot)
+}
+
+func errs(r workload.Record) string {
+	if r.Errors == 0 && r.Abandoned == 0 {
+		return "0"
+	}
+	s := fmt.Sprint(r.Errors)
+	if r.ErrorSample != "" {
+		s += ": " + truncate(r.ErrorSample, 80)
+	}
+	if r.Abandoned > 0 {
+		s += fmt.Sprintf(" (%d abandoned)", r.Abandoned)
+	}
+	return s
+}
+
+func truncate(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}

@@ -1,0 +1,318 @@
+package workload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Workload names.
+const (
+	W1  = "w1"  // uncontended lock+unlock pairs, one key per goroutine
+	W2  = "w2"  // contended: blocking acquire on few keys, mutual exclusion, fairness
+	W3  = "w3"  // N locks held under a watchdog
+	W4  = "w4"  // hand-off latency: unlock to the next waiter holding the lock
+	W5  = "w5"  // async: one goroutine issuing LockAsync/UnlockAsync over many keys
+	Raw = "raw" // W1's loop over a bare transport (EVALSHA acquire+release)
+)
+
+// Defaults for Spec fields left zero.
+const (
+	DefaultStallAge  = time.Second     // an operation older than this at window end is "stalled"/"waiting"
+	DefaultStopGrace = 5 * time.Second // how long workers get to return after the window
+	defaultAcquirers = 64              // W3: goroutines taking the N locks
+)
+
+// Spec describes one case.
+type Spec struct {
+	Workload   string
+	Library    string // full name, variant included ("redsync:1ms")
+	Goroutines int    // W1/W2/W4/raw: worker goroutines; W5: always 1
+	Keys       int    // W2/W4: keys shared by the workers; W5: keys in flight; W3: N
+	Duration   time.Duration
+	Warmup     time.Duration
+	Hold       time.Duration // W3: how long the N locks are held
+	RunID      string        // prefix that keeps this case's keys apart from any other's
+	StallAge   time.Duration
+	StopGrace  time.Duration
+}
+
+func (s *Spec) defaults() {
+	if s.StallAge <= 0 {
+		s.StallAge = DefaultStallAge
+	}
+	if s.StopGrace <= 0 {
+		s.StopGrace = DefaultStopGrace
+	}
+	if s.RunID == "" {
+		s.RunID = fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffff)
+	}
+}
+
+// key returns the name of lock i of this case.
+func (s *Spec) key(i int) string { return fmt.Sprintf("bench:%s:%s:%d", s.RunID, s.Workload, i) }
+
+// Window lets an orchestrator sample the server and the machine at the edges
+// of the measurement window. Both calls block until the samples are taken.
+type Window interface {
+	Begin() error
+	End() error
+}
+
+// NopWindow is a Window for running a case alone (no orchestrator).
+type NopWindow struct{}
+
+// Begin returns nil at once.
+func (NopWindow) Begin() error { return nil }
+
+// End returns nil at once.
+func (NopWindow) End() error { return nil }
+
+// Run runs one case against lib and returns its record. It blocks for the
+// warm-up, the window and the teardown; ctx ends it early (the record then
+// covers what was measured). lib is not closed.
+func Run(ctx context.Context, lib Library, spec Spec, win Window) (Record, error) {
+	spec.defaults()
+	r := Record{
+		Workload: spec.Workload, Library: spec.Library,
+		Goroutines: spec.Goroutines, Keys: spec.Keys, ClientCmds: -1,
+	}
+	if win == nil {
+		win = NopWindow{}
+	}
+	var err error
+	switch spec.Workload {
+	case W1, Raw:
+		err = runPairs(ctx, lib, spec, win, &r)
+	case W2:
+		err = runContended(ctx, lib, spec, win, &r)
+	case W3:
+		err = runHeld(ctx, lib, spec, win, &r)
+	case W4:
+		err = runHandoff(ctx, lib, spec, win, &r)
+	case W5:
+		err = runAsync(ctx, lib, spec, win, &r)
+	default:
+		return r, fmt.Errorf("workload: unknown workload %q (want w1..w5 or raw)", spec.Workload)
+	}
+	if errors.Is(err, ErrUnsupported) {
+		r.NotApplicable = err.Error()
+		return r, nil
+	}
+	return r, err
+}
+
+// window tracks the measurement window of a case: its phase (read by the
+// workers on every operation) and what the case process measured at its
+// edges.
+type window struct {
+	phase   atomic.Int32 // phaseWarmup -> phaseOpen -> phaseClosed
+	start   time.Time    // written by the case's main goroutine only
+	end     time.Time
+	cpu0    time.Duration
+	cpu1    time.Duration
+	cmds0   uint64
+	cmds1   uint64
+	counter CommandCounter // nil when the adapter cannot count commands
+}
+
+const (
+	phaseWarmup int32 = iota
+	phaseOpen
+	phaseClosed
+)
+
+func newWindow(lib Library) *window {
+	w := &window{}
+	if c, ok := lib.(CommandCounter); ok {
+		if _, counts := c.Commands(); counts {
+			w.counter = c
+		}
+	}
+	return w
+}
+
+// open signals the orchestrator, then opens the window.
+func (w *window) open(win Window) error {
+	if err := win.Begin(); err != nil {
+		return fmt.Errorf("workload: window begin: %w", err)
+	}
+	if w.counter != nil {
+		w.cmds0, _ = w.counter.Commands()
+	}
+	w.cpu0 = ProcessCPU()
+	w.start = time.Now()
+	w.phase.Store(phaseOpen)
+	return nil
+}
+
+// shut closes the window: workers stop counting, and the case process's
+// end-of-window figures are taken. The orchestrator is signalled by signalEnd,
+// after the case has looked at what was still in flight.
+func (w *window) shut() {
+	w.phase.Store(phaseClosed)
+	w.end = time.Now()
+	w.cpu1 = ProcessCPU()
+	if w.counter != nil {
+		w.cmds1, _ = w.counter.Commands()
+	}
+}
+
+// signalEnd tells the orchestrator the window is closed and waits for its
+// samples.
+func (w *window) signalEnd(win Window) error {
+	if err := win.End(); err != nil {
+		return fmt.Errorf("workload: window end: %w", err)
+	}
+	return nil
+}
+
+func (w *window) measuring() bool { return w.phase.Load() == phaseOpen }
+
+// fill sets the record's window-derived fields for ops operations.
+func (w *window) fill(r *Record, ops int64) {
+	if w.start.IsZero() || w.end.IsZero() {
+		return // the window never opened (ctx ended during the warm-up)
+	}
+	wall := w.end.Sub(w.start)
+	r.Ops = ops
+	r.WindowSec = wall.Seconds()
+	if wall > 0 {
+		r.OpsPerSec = float64(ops) / wall.Seconds()
+	}
+	r.ClientCPUSeconds = (w.cpu1 - w.cpu0).Seconds()
+	r.ClientCPU = Cores(w.cpu1-w.cpu0, wall)
+	if w.counter != nil {
+		r.ClientCmds = int64(w.cmds1 - w.cmds0)
+		if ops > 0 {
+			r.ClientCmdsPerOp = float64(r.ClientCmds) / float64(ops)
+		}
+	}
+}
+
+// sleepCtx waits for d or until ctx ends; it reports whether d elapsed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// errorLog counts errors and keeps the first message. Safe for concurrent use.
+type errorLog struct {
+	n     atomic.Int64
+	once  sync.Once
+	first string
+	mu    sync.Mutex // guards first after once
+}
+
+func (e *errorLog) add(err error) {
+	e.n.Add(1)
+	e.once.Do(func() {
+		e.mu.Lock()
+		e.first = err.Error()
+		e.mu.Unlock()
+	})
+}
+
+func (e *errorLog) fill(r *Record) {
+	r.Errors = e.n.Load()
+	e.mu.Lock()
+	r.ErrorSample = e.first
+	e.mu.Unlock()
+}
+
+// errorBackoff is how long a worker pauses after an error that is neither a
+// give-up nor the end of its context, so that a failing library (server gone,
+// refused connections) does not turn the case into a busy loop.
+const errorBackoff = time.Millisecond
+
+// sampler records the peak goroutine count and heap of the process while a
+// case runs, through runtime/metrics (no stop-the-world).
+type sampler struct {
+	stop     chan struct{}
+	done     chan struct{}
+	peakG    int    // written by the sampler goroutine, read after done
+	peakHeap uint64 // idem
+}
+
+const samplerInterval = 10 * time.Millisecond
+
+func startSampler() *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	// Owned by the case: ends when finish closes stop, waited for in finish.
+	go s.loop()
+	return s
+}
+
+func (s *sampler) loop() {
+	defer close(s.done)
+	samples := []metrics.Sample{
+		{Name: "/sched/goroutines:goroutines"},
+		{Name: "/memory/classes/heap/objects:bytes"},
+	}
+	t := time.NewTicker(samplerInterval)
+	defer t.Stop()
+	for {
+		metrics.Read(samples)
+		if g := int(samples[0].Value.Uint64()); g > s.peakG {
+			s.peakG = g
+		}
+		if h := samples[1].Value.Uint64(); h > s.peakHeap {
+			s.peakHeap = h
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// finish stops the sampler and fills the record's peaks.
+func (s *sampler) finish(r *Record) {
+	close(s.stop)
+	<-s.done
+	r.GoroutinesPeak = s.peakG
+	r.HeapPeakBytes = s.peakHeap
+}
+
+// waitGroupFor waits for wg up to grace and reports whether it finished.
+func waitGroupFor(wg *sync.WaitGroup, grace time.Duration) bool {
+	done := make(chan struct{})
+	// Owned by waitGroupFor: ends when wg does; if wg never does (workers stuck
+	// in a library), the process exits soon after the record is printed.
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// heapSnapshot forces a collection and reads the live heap, the goroutine
+// stacks and the goroutine count (W3's mid-hold figures).
+func heapSnapshot() (heap, stack uint64, goroutines int) {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, ms.StackInuse, runtime.NumGoroutine()
+}
+
+// shards is the number of latency histogram shards for g workers.
+func shards(g int) int { return min(max(g, 1), 4*runtime.GOMAXPROCS(0)) }

@@ -1,0 +1,172 @@
+package workload
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Message is one line a case process writes on its standard output. With
+// -sync, it writes {"event":"begin"} and {"event":"end"} at the window's edges
+// and waits for one line on its standard input after each (the orchestrator
+// samples the server meanwhile); it always ends with {"event":"record"}.
+type Message struct {
+	Event  string  `json:"event"`
+	Record *Record `json:"record,omitempty"`
+}
+
+// Message events.
+const (
+	EventBegin  = "begin"
+	EventEnd    = "end"
+	EventRecord = "record"
+)
+
+// CaseFlags are the command-line flags of a case process, shared by the
+// orchestrator (which writes them) and CaseMain (which parses them).
+type CaseFlags struct {
+	Addr        string
+	Spec        Spec
+	Lease       time.Duration
+	WatchdogTTL time.Duration
+	Sync        bool
+}
+
+// Args renders f as the arguments CaseMain parses.
+func (f CaseFlags) Args() []string {
+	s := f.Spec
+	return []string{
+		"-addr", f.Addr, "-workload", s.Workload, "-lib", s.Library,
+		"-g", fmt.Sprint(s.Goroutines), "-keys", fmt.Sprint(s.Keys),
+		"-duration", s.Duration.String(), "-warmup", s.Warmup.String(),
+		"-hold", s.Hold.String(), "-run-id", s.RunID,
+		"-lease", f.Lease.String(), "-ttl", f.WatchdogTTL.String(),
+		fmt.Sprintf("-sync=%t", f.Sync),
+	}
+}
+
+// CaseMain runs one case in this process, as the "case" subcommand of the
+// bench binary and of the peers binary: it parses args, builds the library
+// named by -lib from factories (keyed by the name before any ':'), runs the
+// case and writes the messages described at Message to stdout. It blocks
+// until the case is over and returns the process exit code.
+func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("case", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f CaseFlags
+	s := &f.Spec
+	fs.StringVar(&f.Addr, "addr", "127.0.0.1:6379", "redis-server address")
+	fs.StringVar(&s.Workload, "workload", W1, "workload: w1, w2, w3, w4, w5 or raw")
+	fs.StringVar(&s.Library, "lib", "", "library (name[:variant]): "+strings.Join(names(factories), ", "))
+	fs.IntVar(&s.Goroutines, "g", 1, "goroutines")
+	fs.IntVar(&s.Keys, "keys", 1, "keys (W2/W4: shared keys; W3: locks held; W5: keys in flight)")
+	fs.DurationVar(&s.Duration, "duration", 5*time.Second, "measurement window")
+	fs.DurationVar(&s.Warmup, "warmup", time.Second, "warm-up before the window")
+	fs.DurationVar(&s.Hold, "hold", 30*time.Second, "W3: how long the locks are held")
+	fs.StringVar(&s.RunID, "run-id", "", "key prefix for this case")
+	fs.DurationVar(&f.Lease, "lease", 10*time.Second, "fixed lease of libraries without a watchdog")
+	fs.DurationVar(&f.WatchdogTTL, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
+	fs.BoolVar(&f.Sync, "sync", false, "handshake with the orchestrator at the window's edges")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	base, variant, _ := strings.Cut(s.Library, ":")
+	factory, ok := factories[base]
+	if !ok {
+		fmt.Fprintf(stderr, "case: unknown library %q (have %s)\n", s.Library, strings.Join(names(factories), ", "))
+		return 2
+	}
+	// The orchestrator stops a case by SIGTERM (then SIGKILL) when it overruns.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	out := json.NewEncoder(stdout)
+	var win Window = NopWindow{}
+	if f.Sync {
+		win = &stdioWindow{in: bufio.NewReader(stdin), out: out}
+	}
+	rec, err := runCase(ctx, factory, Config{
+		Addr: f.Addr, Variant: variant, Lease: f.Lease, WatchdogTTL: f.WatchdogTTL,
+	}, *s, win)
+	if err != nil {
+		rec.Errors++
+		if rec.ErrorSample == "" {
+			rec.ErrorSample = err.Error()
+		}
+		fmt.Fprintln(stderr, "case:", err)
+	}
+	if err := out.Encode(Message{Event: EventRecord, Record: &rec}); err != nil {
+		fmt.Fprintln(stderr, "case: writing the record:", err)
+		return 1
+	}
+	return 0
+}
+
+// runCase builds the library, runs the case and closes the library (bounded:
+// a library whose Close hangs does not hold the record back).
+func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Window) (Record, error) {
+	rec := Record{Workload: spec.Workload, Library: spec.Library, Goroutines: spec.Goroutines,
+		Keys: spec.Keys, ClientCmds: -1}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	lib, err := factory(dctx, cfg)
+	cancel()
+	if errors.Is(err, ErrUnsupported) {
+		rec.NotApplicable = err.Error()
+		return rec, nil
+	}
+	if err != nil {
+		return rec, fmt.Errorf("starting %s: %w", spec.Library, err)
+	}
+	rec, err = Run(ctx, lib, spec, win)
+	closed := make(chan error, 1)
+	// Owned by runCase: ends when Close returns; not waited for past the
+	// bound, since the process exits right after the record is written.
+	go func() { closed <- lib.Close() }()
+	select {
+	case cerr := <-closed:
+		if cerr != nil && err == nil && rec.NotApplicable == "" {
+			rec.Notes = append(rec.Notes, "close: "+cerr.Error())
+		}
+	case <-time.After(spec.StopGrace + DefaultStopGrace):
+		rec.Notes = append(rec.Notes, "close did not return")
+	}
+	return rec, err
+}
+
+// stdioWindow is the case side of the window handshake.
+type stdioWindow struct {
+	in  *bufio.Reader
+	out *json.Encoder
+}
+
+func (w *stdioWindow) Begin() error { return w.handshake(EventBegin) }
+func (w *stdioWindow) End() error   { return w.handshake(EventEnd) }
+
+func (w *stdioWindow) handshake(event string) error {
+	if err := w.out.Encode(Message{Event: event}); err != nil {
+		return err
+	}
+	if _, err := w.in.ReadString('\n'); err != nil {
+		return fmt.Errorf("waiting for the orchestrator after %q: %w", event, err)
+	}
+	return nil
+}
+
+func names(factories map[string]Factory) []string {
+	out := make([]string, 0, len(factories))
+	for n := range factories {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}

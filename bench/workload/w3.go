@@ -1,0 +1,153 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// runHeld is W3: N locks (spec.Keys) taken under the library's watchdog
+// (Config.WatchdogTTL) by 64 acquirer goroutines, held for spec.Hold, checked
+// and released. The window is the hold: renewal commands, client and server
+// CPU are measured over it. Heap, stacks, goroutines and RSS are sampled
+// mid-hold after a forced collection; "base" is before the first acquire.
+func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record) error {
+	wd, ok := lib.(Watchdog)
+	if !ok {
+		return fmt.Errorf("%w: no watchdog or extend API", ErrUnsupported)
+	}
+	n := max(spec.Keys, 1)
+	r.Keys = n
+	r.Goroutines = defaultAcquirers
+	interval, batch := wd.RenewPlan()
+	if interval > 0 {
+		r.RenewCmdsExpected = float64(ceilDiv(n, max(batch, 1))) / interval.Seconds()
+	}
+	r.HeapBaseBytes, _, r.GoroutinesBase = heapSnapshot()
+	smp := startSampler()
+	defer smp.finish(r)
+	w := newWindow(lib)
+	lat := NewLatencies(shards(defaultAcquirers))
+	var errs errorLog
+	defer errs.fill(r)
+
+	held := make([]WatchedHeld, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for a := 0; a < defaultAcquirers; a++ {
+		wg.Add(1)
+		// Owned by runHeld: ends when every index is taken or ctx ends; waited
+		// for just below.
+		go func(a int) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				s := time.Now()
+				h, err := wd.LockWatched(ctx, spec.key(i))
+				if err != nil {
+					if ctx.Err() == nil {
+						errs.add(err)
+					}
+					continue
+				}
+				lat.Record(a, time.Since(s))
+				held[i] = h
+			}
+		}(a)
+	}
+	wg.Wait()
+	r.AcquireSec = time.Since(t0).Seconds()
+	for _, h := range held {
+		if h != nil {
+			r.Acquired++
+		}
+	}
+	if r.AcquireSec > 0 {
+		r.OpsPerSec = float64(r.Acquired) / r.AcquireSec
+	}
+	lat.Summarize(r)
+
+	werr := w.open(win)
+	if werr == nil {
+		if sleepCtx(ctx, spec.Hold/2) {
+			r.HeapHoldBytes, r.StackHoldBytes, r.GoroutinesHold = heapSnapshot()
+			r.RSSHoldBytes = residentBytes()
+		}
+		sleepCtx(ctx, spec.Hold-spec.Hold/2)
+		w.shut()
+		werr = w.signalEnd(win)
+	}
+	w.fill(r, int64(r.Acquired))
+	r.Ops = int64(r.Acquired)
+	if r.AcquireSec > 0 {
+		r.OpsPerSec = float64(r.Acquired) / r.AcquireSec
+	}
+	r.HoldSec = r.WindowSec
+	if r.Acquired > 0 && r.HeapHoldBytes > r.HeapBaseBytes {
+		r.HeapBytesPerLock = float64(r.HeapHoldBytes-r.HeapBaseBytes) / float64(r.Acquired)
+	}
+
+	live := make([]WatchedHeld, 0, r.Acquired)
+	for _, h := range held {
+		if h == nil {
+			continue
+		}
+		live = append(live, h)
+		if lost := h.Lost(); lost != nil {
+			select {
+			case <-lost:
+				r.LostLib++
+			default:
+			}
+		}
+	}
+	if oc, ok := lib.(OwnershipChecker); ok {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		owned, err := oc.CountOwned(cctx, live)
+		cancel()
+		if err != nil {
+			errs.add(fmt.Errorf("checking ownership on the server: %w", err))
+		} else {
+			r.LostServer = int64(len(live) - owned)
+		}
+	} else {
+		r.Notes = append(r.Notes, "no server-side ownership check for this library")
+	}
+	r.Lost = max(r.LostLib, r.LostServer)
+
+	t1 := time.Now()
+	releaseAll(live, &errs)
+	r.ReleaseSec = time.Since(t1).Seconds()
+	return werr
+}
+
+// releaseAll unlocks every lock with 64 goroutines.
+func releaseAll(held []WatchedHeld, errs *errorLog) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for a := 0; a < defaultAcquirers; a++ {
+		wg.Add(1)
+		// Owned by releaseAll: ends when every lock was released; waited for.
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(held) {
+					return
+				}
+				if err := held[i].Unlock(context.Background()); err != nil {
+					errs.add(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
