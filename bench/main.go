@@ -36,6 +36,7 @@ type options struct {
 	jsonPath    string
 	htmlPath    string
 	mdPath      string
+	fromPath    string
 	n           int
 	hold        time.Duration
 	ttl         time.Duration
@@ -95,6 +96,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.jsonPath, "json", "", "write the JSON report to this path")
 	fs.StringVar(&o.htmlPath, "html", "", "write the HTML report to this path")
 	fs.StringVar(&o.mdPath, "markdown", "", "write the tables as Markdown to this path")
+	fs.StringVar(&o.fromPath, "from", "", "render an existing JSON report (table, -html, -markdown) instead of running")
 	fs.IntVar(&o.n, "n", 10000, "W3: number of held locks (1000000 works for ours)")
 	fs.DurationVar(&o.hold, "hold", 30*time.Second, "W3: how long the locks are held")
 	fs.DurationVar(&o.ttl, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")

@@ -31,9 +31,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	u := newUI(stderr, o.progressBar, o.verbose)
-	rep, err := orchestrate(ctx, o, u)
-	u.close()
+	var rep *report.Report
+	if o.fromPath != "" {
+		rep, err = report.ReadJSON(o.fromPath)
+	} else {
+		u := newUI(stderr, o.progressBar, o.verbose)
+		rep, err = orchestrate(ctx, o, u)
+		u.close()
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1

@@ -100,7 +100,10 @@ func (l *Latencies) Summarize(r *Record) {
 	r.LatencyCDF = r.LatencyCDF[:0]
 	for _, q := range cdfQuantiles {
 		v := float64(h.ValueAtQuantile(q))
-		if q == 100 {
+		switch q {
+		case 0:
+			v = float64(h.Min()) // ValueAtQuantile(0) is 0, which a log axis cannot show
+		case 100:
 			v = r.MaxUs
 		}
 		r.LatencyCDF = append(r.LatencyCDF, Point{Us: v, Pct: q})
