@@ -422,6 +422,9 @@ func (s *Server) writeConfig() error {
 		} else {
 			lines = append(lines, "appendonly no")
 		}
+		// A replica's first full sync starts at once instead of after the
+		// default 5 s wait for more replicas to batch with.
+		lines = append(lines, "repl-diskless-sync-delay 0")
 		if serverMajor() >= 7 {
 			lines = append(lines, "enable-debug-command local") // DEBUG SLEEP etc. for fault tests
 		}
@@ -447,6 +450,23 @@ func (s *Server) writeConfig() error {
 		lines = append(lines, kv[0]+" "+v)
 	}
 	return os.WriteFile(filepath.Join(s.dir, confFileName), []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+}
+
+// appendConfig appends a line to the config file; it takes effect at the next
+// Restart and overrides earlier lines (including those a CONFIG REWRITE put
+// there).
+func (s *Server) appendConfig(line string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	f, err := os.OpenFile(filepath.Join(s.dir, confFileName), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString("\n" + line + "\n")
+	return errors.Join(err, f.Close())
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
