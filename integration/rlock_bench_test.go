@@ -1,0 +1,361 @@
+package integration
+
+import (
+	"context"
+	"flag"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// The lock workloads of ../shared/BENCHMARKS.md as Go benchmarks against a redis-server started by redistest:
+//
+//	go test -run '^$' -bench 'BenchmarkW1' -benchtime 5s ./integration
+//	go test -run '^$' -bench 'BenchmarkW2' -benchtime 5s ./integration
+//	go test -run '^$' -bench 'BenchmarkW3' -benchtime 1x ./integration -args -w3.locks 10000 -w3.hold 30s
+//
+// Figures are reported with b.ReportMetric; server CPU comes from INFO cpu, renewal calls from INFO commandstats,
+// client CPU from getrusage. The machine is shared: compare runs made at the same time.
+
+var (
+	w3Locks    = flag.Int("w3.locks", 10_000, "W3: locks held")
+	w3Hold     = flag.Duration("w3.hold", 30*time.Second, "W3: how long the locks are held")
+	w3Watchdog = flag.Duration("w3.watchdog", 3*time.Second, "W3: watchdog timeout")
+)
+
+// benchClient connects a client for a benchmark.
+func benchClient(b *testing.B, srv *redistest.Server, cfg rlock.Config) *rlock.Client {
+	cfg.Conn.Addr = srv.Addr()
+	c, err := rlock.NewClient(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// usage samples the server's and this process's CPU time.
+type usage struct {
+	wall                  time.Time
+	server, client, total time.Duration // total: machine-wide busy time (/proc/stat)
+}
+
+// machineBusy returns the machine's busy CPU time from /proc/stat (all CPUs, idle and iowait excluded).
+func machineBusy() time.Duration {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	var busy int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return time.Duration(busy) * 10 * time.Millisecond // USER_HZ = 100
+}
+
+func sampleUsage(b *testing.B, srv *redistest.Server) usage {
+	info, err := srv.Info(context.Background(), "cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sec := func(k string) time.Duration {
+		f, _ := strconv.ParseFloat(info[k], 64)
+		return time.Duration(f * float64(time.Second))
+	}
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	client := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return usage{wall: time.Now(), server: sec("used_cpu_user") + sec("used_cpu_sys"), client: client, total: machineBusy()}
+}
+
+// report adds the CPU figures of the window [u0, now] in cores.
+func (u0 usage) report(b *testing.B, srv *redistest.Server) time.Duration {
+	u1 := sampleUsage(b, srv)
+	wall := u1.wall.Sub(u0.wall)
+	b.ReportMetric(float64(u1.server-u0.server)/float64(wall), "server-cores")
+	b.ReportMetric(float64(u1.client-u0.client)/float64(wall), "client-cores")
+	// Load from other processes during the window: figures taken with more than ~0.25 here are disturbed.
+	b.ReportMetric(float64((u1.total-u0.total)-(u1.server-u0.server)-(u1.client-u0.client))/float64(wall), "other-cores")
+	return wall
+}
+
+// evalshaCalls returns INFO commandstats' evalsha call count.
+func evalshaCalls(b *testing.B, srv *redistest.Server) int64 {
+	st, err := srv.Info(context.Background(), "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, kv := range strings.Split(st["cmdstat_evalsha"], ",") {
+		if v, ok := strings.CutPrefix(kv, "calls="); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) } // µs, up to 60 s
+
+func reportLatency(b *testing.B, h *hdrhistogram.Histogram, prefix string) {
+	b.ReportMetric(float64(h.ValueAtQuantile(50)), prefix+"-p50-µs")
+	b.ReportMetric(float64(h.ValueAtQuantile(99)), prefix+"-p99-µs")
+	b.ReportMetric(float64(h.ValueAtQuantile(99.9)), prefix+"-p99.9-µs")
+	b.ReportMetric(float64(h.Max()), prefix+"-max-µs")
+}
+
+// BenchmarkW1 is W1: G goroutines, each locking and unlocking its own key (one op = one lock+unlock pair, with
+// the watchdog).
+func BenchmarkW1(b *testing.B) {
+	for _, g := range []int{1, 64, 1024} {
+		b.Run("G="+strconv.Itoa(g), func(b *testing.B) {
+			srv := redistest.Start(b)
+			c := benchClient(b, srv, rlock.Config{})
+			ctx := context.Background()
+			var next atomic.Int64
+			hists := make([]*hdrhistogram.Histogram, g)
+			var wg sync.WaitGroup
+			b.ReportAllocs()
+			u0 := sampleUsage(b, srv)
+			b.ResetTimer()
+			for i := 0; i < g; i++ {
+				hists[i] = newHist()
+				wg.Add(1)
+				go func() { // owned by the benchmark; waited for by wg
+					defer wg.Done()
+					l := c.Lock("w1:" + strconv.Itoa(i))
+					h := hists[i]
+					for next.Add(1) <= int64(b.N) {
+						t0 := time.Now()
+						held, err := l.Lock(ctx)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if err := l.Unlock(held); err != nil {
+							b.Error(err)
+							return
+						}
+						h.RecordValue(time.Since(t0).Microseconds())
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			wall := u0.report(b, srv)
+			all := newHist()
+			for _, h := range hists {
+				all.Merge(h)
+			}
+			b.ReportMetric(float64(b.N)/wall.Seconds(), "pairs/s")
+			reportLatency(b, all, "pair")
+		})
+	}
+}
+
+// BenchmarkW2 is W2: 64 goroutines on 1 or 16 keys (goroutine i uses key i%K), blocking acquire with the watchdog,
+// no think time. The critical section increments a per-key counter without atomics and checks a holder count;
+// violations counts overlaps plus lost increments. wait = from wanting the lock to holding it.
+func BenchmarkW2(b *testing.B) {
+	for _, keys := range []int{1, 16} {
+		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
+			const g = 64
+			srv := redistest.Start(b)
+			c := benchClient(b, srv, rlock.Config{})
+			ctx := context.Background()
+			type keyState struct {
+				holders atomic.Int64
+				counter int64 // incremented only under the lock
+				last    int   // goroutine that held it last
+				reacq   int64
+				acq     int64
+			}
+			ks := make([]keyState, keys)
+			var violations, next atomic.Int64
+			counts := make([]int64, g)
+			hists := make([]*hdrhistogram.Histogram, g)
+			var wg sync.WaitGroup
+			for i := range ks {
+				ks[i].last = -1
+			}
+			b.ReportAllocs()
+			u0 := sampleUsage(b, srv)
+			b.ResetTimer()
+			for i := 0; i < g; i++ {
+				hists[i] = newHist()
+				wg.Add(1)
+				go func() { // owned by the benchmark; waited for by wg
+					defer wg.Done()
+					k := &ks[i%keys]
+					l := c.Lock("w2:" + strconv.Itoa(i%keys))
+					for next.Add(1) <= int64(b.N) {
+						t0 := time.Now()
+						held, err := l.Lock(ctx)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						hists[i].RecordValue(time.Since(t0).Microseconds())
+						if k.holders.Add(1) != 1 {
+							violations.Add(1)
+						}
+						k.counter++
+						k.acq++
+						if k.last == i {
+							k.reacq++
+						}
+						k.last = i
+						counts[i]++
+						k.holders.Add(-1)
+						if err := l.Unlock(held); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			wall := u0.report(b, srv)
+			all := newHist()
+			for _, h := range hists {
+				all.Merge(h)
+			}
+			var reacq, acq int64
+			for i := range ks {
+				if ks[i].counter != ks[i].acq {
+					violations.Add(1)
+				}
+				reacq += ks[i].reacq
+				acq += ks[i].acq
+			}
+			var sum, sumSq float64
+			minC, maxC := counts[0], counts[0]
+			for _, n := range counts {
+				sum += float64(n)
+				sumSq += float64(n) * float64(n)
+				minC, maxC = min(minC, n), max(maxC, n)
+			}
+			b.ReportMetric(float64(b.N)/wall.Seconds(), "acq/s")
+			reportLatency(b, all, "wait")
+			b.ReportMetric(sum*sum/(g*sumSq), "jain")
+			b.ReportMetric(100*float64(reacq)/float64(max(acq, 1)), "reacq-%")
+			b.ReportMetric(float64(minC), "min-per-G")
+			b.ReportMetric(float64(maxC), "max-per-G")
+			b.ReportMetric(float64(violations.Load()), "violations")
+		})
+	}
+}
+
+// BenchmarkW3 is W3: N locks held with the watchdog for a while (defaults: 10,000 locks, watchdog 3 s, 30 s).
+// It reports goroutines and client heap per held lock (after a forced GC, mid-hold), the renewal EVALSHA calls
+// per second the server executed during the hold, locks per renewal call, and locks lost. Run it with
+// -benchtime 1x.
+func BenchmarkW3(b *testing.B) {
+	n, hold, watchdog := *w3Locks, *w3Hold, *w3Watchdog
+	for i := 0; i < b.N; i++ {
+		srv := redistest.Start(b)
+		var lost, batches, renewed atomic.Int64
+		c := benchClient(b, srv, rlock.Config{
+			WatchdogTimeout: watchdog,
+			Conn:            conn.Config{ResponseTimeout: 10 * time.Second},
+			Observer: observerFunc{
+				lost: func(rlock.LostEvent) { lost.Add(1) },
+				renewal: func(e rlock.RenewalEvent) {
+					batches.Add(1)
+					renewed.Add(int64(e.Renewed))
+				},
+			},
+		})
+		ctx := context.Background()
+		helds := make([]context.Context, n)
+		runtime.GC()
+		var m0 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		g0 := runtime.NumGoroutine()
+
+		// Acquire with 256 goroutines, each its share of the names.
+		start := time.Now()
+		var wg sync.WaitGroup
+		const acquirers = 256
+		for a := 0; a < acquirers; a++ {
+			wg.Add(1)
+			go func() { // owned by the benchmark; waited for by wg
+				defer wg.Done()
+				for j := a; j < n; j += acquirers {
+					held, err := c.Lock("w3:" + strconv.Itoa(j)).Lock(ctx)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					helds[j] = held
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(time.Since(start).Seconds(), "acquire-s")
+
+		// Hold: measure mid-hold, count renewal calls over the whole hold.
+		calls0, batches0, renewed0 := evalshaCalls(b, srv), batches.Load(), renewed.Load()
+		u0 := sampleUsage(b, srv)
+		time.Sleep(hold / 2)
+		runtime.GC()
+		var m1 runtime.MemStats
+		runtime.ReadMemStats(&m1)
+		g1 := runtime.NumGoroutine()
+		time.Sleep(hold - hold/2)
+		wall := u0.report(b, srv)
+		calls := evalshaCalls(b, srv) - calls0
+
+		heap := float64(m1.HeapAlloc) - float64(m0.HeapAlloc) - float64(n*16) // minus the helds slice
+		b.ReportMetric(heap/float64(n), "heap-B/lock")
+		b.ReportMetric(float64(g1-g0), "goroutines-added")
+		b.ReportMetric(float64(calls)/wall.Seconds(), "renew-calls/s")
+		if nb := batches.Load() - batches0; nb > 0 {
+			b.ReportMetric(float64(renewed.Load()-renewed0)/float64(nb), "locks/renew-call")
+		}
+		held := 0
+		for _, h := range helds {
+			if h != nil && h.Err() == nil {
+				held++
+			}
+		}
+		dbsize, _ := srv.DoInt(ctx, "DBSIZE")
+		b.ReportMetric(float64(lost.Load()), "lost-lib")
+		b.ReportMetric(float64(int64(n)-dbsize), "lost-server")
+		b.ReportMetric(float64(n-held), "held-ctx-done")
+
+		start = time.Now()
+		for j := 0; j < n; j += acquirers {
+			wg.Add(1)
+			go func() { // owned by the benchmark; waited for by wg
+				defer wg.Done()
+				for k := j; k < min(j+acquirers, n); k++ {
+					if err := c.Lock("w3:" + strconv.Itoa(k)).Unlock(helds[k]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(time.Since(start).Seconds(), "release-s")
+		c.Close()
+		srv.Close()
+	}
+}
