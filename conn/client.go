@@ -103,7 +103,7 @@ func (c *Client) Do(ctx context.Context, args ...string) *future.Future[resp.Val
 	if len(args) == 0 {
 		return future.Completed(resp.Value{}, ErrEmptyCommand)
 	}
-	return c.do(ctx, &Cmd{Args: args})
+	return c.do(ctx, nil, nil, args)
 }
 
 // Eval runs s with EVALSHA (keys, then args) and returns its future without blocking; see Do for the future and the
@@ -114,19 +114,21 @@ func (c *Client) Eval(ctx context.Context, s *Script, keys []string, args ...str
 	if s == nil {
 		return future.Completed(resp.Value{}, ErrEmptyCommand)
 	}
-	return c.do(ctx, &Cmd{Script: s, Keys: keys, Args: args})
+	return c.do(ctx, s, keys, args)
 }
 
-// do queues one command; cmd is read before do returns and not kept (so that its slices stay on the caller's
-// stack: one allocation per command, the promise).
-func (c *Client) do(ctx context.Context, cmd *Cmd) *future.Future[resp.Value] {
+// do queues one command. keys and args are encoded before do returns and never stored anywhere, so they do not
+// escape and a caller's variadic arguments stay on its stack: one allocation per command, the promise. (The script
+// travels separately from them for the same reason: escape analysis is field-insensitive, so storing a pointer
+// loaded from a struct would leak the struct's slices too.)
+func (c *Client) do(ctx context.Context, s *Script, keys, args []string) *future.Future[resp.Value] {
 	if err := ctx.Err(); err != nil {
 		return future.Completed(resp.Value{}, err)
 	}
 	if c.closed.Load() {
 		return future.Completed(resp.Value{}, ErrClosed)
 	}
-	n := c.route(cmd)
+	n := c.route(keys)
 	p := future.NewPromise[resp.Value]()
 	stop := afterCancel(ctx, p)
 	// A connection picked may close before send locks it: pick again (its replacement, or none).
@@ -135,7 +137,7 @@ func (c *Client) do(ctx context.Context, cmd *Cmd) *future.Future[resp.Value] {
 		if pc == nil {
 			break
 		}
-		if err := pc.send(p, cmd, stop); err == nil {
+		if err := pc.send(p, s, keys, args, stop); err == nil {
 			return p.Future()
 		}
 	}
@@ -173,7 +175,7 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 	if c.closed.Load() {
 		return fail(ErrClosed)
 	}
-	n := c.route(&cmds[0])
+	n := c.route(cmds[0].Keys)
 	ps := make([]*future.Promise[resp.Value], len(cmds))
 	for i := range ps {
 		ps[i] = future.NewPromise[resp.Value]()
@@ -249,8 +251,8 @@ func (c *Client) Close() error {
 	return err
 }
 
-// route returns the node a command goes to. Standalone: the one node. Cluster (later) hashes cmd.Keys to a slot.
-func (c *Client) route(*Cmd) *node { return c.node }
+// route returns the node for a command on keys. Standalone: the one node. Cluster (later) hashes keys to a slot.
+func (c *Client) route([]string) *node { return c.node }
 
 // unavailable is the error of a command that found no usable connection.
 func (c *Client) unavailable(n *node) error {

@@ -42,23 +42,25 @@ const (
 type FlushPolicy int
 
 const (
-	// FlushOnReply (the default) writes the buffer at the end of every event-loop turn that processed replies,
-	// and writes at once (from the calling goroutine, without waking the loop) when the connection has nothing in
-	// flight. While replies are awaited, new commands ride with the next turn: no eventfd wake-up, no extra
-	// syscall, and the largest batches. See "Flushing" in doc.go for the figures.
-	FlushOnReply FlushPolicy = iota
-	// FlushEager wakes the event loop as soon as a command is appended and no flush is pending (gnet Wake), so a
-	// command never waits for replies to other commands. It costs an eventfd write and an allocation per wake-up.
-	FlushEager
+	// FlushEager (the default) writes as soon as possible. A caller that finds the connection idle (nothing in
+	// flight) writes on the socket itself, with no event-loop hand-off; otherwise, if no flush is pending, it rings
+	// the loop's doorbell, and everything appended until the loop runs leaves in that one write. Every loop turn
+	// that processed replies also ends with a flush. This keeps the server's socket fed, which measured 1.3-1.7x
+	// the throughput of FlushOnReply at 64 goroutines (see doc.go).
+	FlushEager FlushPolicy = iota
+	// FlushOnReply holds commands appended while earlier ones await replies until the loop turn that processes
+	// those replies (or writes at once when the connection is idle). It never wakes the loop, so it makes the
+	// fewest and largest writes, but the server idles for a round trip per batch per connection.
+	FlushOnReply
 )
 
 // String names the policy as the URL option flush_policy spells it.
 func (p FlushPolicy) String() string {
 	switch p {
-	case FlushOnReply:
-		return "on_reply"
 	case FlushEager:
 		return "eager"
+	case FlushOnReply:
+		return "on_reply"
 	}
 	return "FlushPolicy(" + strconv.Itoa(int(p)) + ")"
 }
@@ -84,7 +86,7 @@ type Config struct {
 	PoolSize int
 	// EventLoops is the number of gnet event loops (each holds an OS thread). Default DefaultEventLoops.
 	EventLoops int
-	// FlushPolicy chooses when appended commands are written. Default FlushOnReply.
+	// FlushPolicy chooses when appended commands are written. Default FlushEager.
 	FlushPolicy FlushPolicy
 
 	// DialTimeout bounds one connection attempt, handshake included. Default DefaultDialTimeout.

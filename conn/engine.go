@@ -15,12 +15,14 @@ import (
 // engine is the Client's gnet client: its event loops read every plain-TCP connection of the Client and write the
 // batches the pipeline hands them. It is the only place gnet appears.
 type engine struct {
-	cli *gnet.Client
+	cli   *gnet.Client
+	bells []*doorbell // one per event loop; immutable after newEngine
 }
 
 // newEngine creates and starts a gnet client with n event loops.
 func newEngine(n int, log *slog.Logger) (*engine, error) {
-	cli, err := gnet.NewClient(&loopHandler{},
+	e := &engine{}
+	cli, err := gnet.NewClient(&loopHandler{eng: e},
 		gnet.WithNumEventLoop(n),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
 		// gnet's default logger prints to stdout (GNET-NOTES pitfall 4); route it to ours.
@@ -32,7 +34,27 @@ func newEngine(n int, log *slog.Logger) (*engine, error) {
 	if err := cli.Start(); err != nil {
 		return nil, fmt.Errorf("conn: starting the gnet event loops: %w", err)
 	}
-	return &engine{cli: cli}, nil
+	e.cli = cli
+	// gnet's client assigns connections to the loop with the fewest, so n doorbells land one per loop.
+	for range n {
+		d, err := newDoorbell(cli)
+		if err != nil {
+			_ = e.stop()
+			return nil, err
+		}
+		e.bells = append(e.bells, d)
+	}
+	return e, nil
+}
+
+// bellFor returns the doorbell on loop el, or nil (the connection then falls back to gnet's Wake).
+func (e *engine) bellFor(el gnet.EventLoop) *doorbell {
+	for _, d := range e.bells {
+		if d.loop == el {
+			return d
+		}
+	}
+	return nil
 }
 
 // enroll hands a connected, handshaken TCP connection to an event loop and returns its transport. gnet duplicates
@@ -49,23 +71,44 @@ func (e *engine) enroll(nc net.Conn, pc *pconn) (*gnetTransport, error) {
 
 // stop stops the event loops and waits for them. Connections still open are closed (OnClose runs for each).
 func (e *engine) stop() error {
-	return e.cli.Stop()
+	err := e.cli.Stop()
+	for _, d := range e.bells {
+		d.close()
+	}
+	return err
 }
 
 // gnetTransport is one connection on an event loop.
 type gnetTransport struct {
-	pc *pconn
-	c  gnet.Conn // set by OnOpen on the loop, before EnrollContext returns; immutable after
-	fd int       // the socket, for writeDirect; valid until OnClose returns
+	pc   *pconn
+	c    gnet.Conn // set by OnOpen on the loop, before EnrollContext returns; immutable after
+	fd   int       // the socket, for writeDirect; valid until OnClose returns
+	bell *doorbell // the doorbell of the connection's loop (set by OnOpen); nil: use gnet's Wake
+
+	nextFlush *gnetTransport // link in bell's stack; written by the ringer, then by the loop
 }
 
 var _ transport = (*gnetTransport)(nil)
 
-// kick wakes the connection's loop, which runs OnTraffic and so flushes. gnet allocates a closure per Wake
-// (GNET-NOTES pitfall 7), which is why the pipeline kicks only when no flush is pending.
+// kick rings the loop's doorbell, whose answer flushes this connection. Without a doorbell it uses gnet's Wake,
+// which runs OnTraffic (and so flushes) but allocates a closure per call (GNET-NOTES pitfall 7).
 func (t *gnetTransport) kick() {
+	if t.bell != nil {
+		t.bell.ring(t)
+		return
+	}
 	// An error means the engine is shutting down; the connection is closed with it.
 	_ = t.c.Wake(nil)
+}
+
+// flush writes what the pipeline hands over, on the loop. gnet writes at once and copies what the socket did not
+// take into its own buffer (written on EPOLLOUT); on a write error it closes the connection (OnClose runs inside
+// Write). takeOut returns nil once the connection is closed, so a stale doorbell entry writes nothing.
+func (t *gnetTransport) flush() {
+	if buf := t.pc.takeOut(); buf != nil {
+		_, _ = t.c.Write(buf)
+		t.pc.recycle(buf)
+	}
 }
 
 // writeDirect writes on the socket from the calling goroutine (a non-blocking fd). pconn calls it with its mutex
@@ -85,23 +128,32 @@ func (t *gnetTransport) close() {
 	_ = t.c.Close()
 }
 
-// loopHandler receives the events of every connection of an engine. Its methods run on an event loop and never
-// block.
+// loopHandler receives the events of every connection of an engine (and of its doorbells). Its methods run on an
+// event loop and never block.
 type loopHandler struct {
 	gnet.BuiltinEventEngine
+	eng *engine
 }
 
-// OnOpen records the gnet connection in its transport.
-func (*loopHandler) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
-	t := c.Context().(*gnetTransport)
-	t.c, t.fd = c, c.Fd()
+// OnOpen records the gnet connection in its transport, and the loop of a doorbell.
+func (h *loopHandler) OnOpen(c gnet.Conn) ([]byte, gnet.Action) {
+	switch x := c.Context().(type) {
+	case *gnetTransport:
+		x.c, x.fd, x.bell = c, c.Fd(), h.eng.bellFor(c.EventLoop())
+	case *doorbell:
+		x.loop = c.EventLoop()
+	}
 	return nil, gnet.None
 }
 
 // OnTraffic runs when bytes arrived and when the pipeline kicked the loop (Wake): decode and complete every whole
 // reply, then write everything appended meanwhile in one write — the one flush of this loop turn.
 func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
-	t := c.Context().(*gnetTransport)
+	t, ok := c.Context().(*gnetTransport)
+	if !ok {
+		c.Context().(*doorbell).answer(c)
+		return gnet.None
+	}
 	pc := t.pc
 	if c.InboundBuffered() > 0 {
 		data, _ := c.Peek(-1)
@@ -114,18 +166,16 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 			return gnet.Close
 		}
 	}
-	if buf := pc.takeOut(); buf != nil {
-		// gnet writes at once and copies what the socket did not take into its own buffer; on a write error it
-		// closes the connection (OnClose runs inside Write).
-		_, _ = c.Write(buf)
-		pc.recycle(buf)
-	}
+	t.flush()
 	return gnet.None
 }
 
 // OnClose fails the connection's pending commands and lets its slot reconnect.
 func (*loopHandler) OnClose(c gnet.Conn, err error) gnet.Action {
-	t := c.Context().(*gnetTransport)
+	t, ok := c.Context().(*gnetTransport)
+	if !ok {
+		return gnet.None // a doorbell, closed with its loop
+	}
 	op := "read"
 	var se *os.SyscallError
 	if errors.As(err, &se) {

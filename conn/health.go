@@ -14,11 +14,10 @@ import (
 // written commands", which the check reads from two counters. It fires between ResponseTimeout and
 // ResponseTimeout + interval after the oldest reply became due.
 type healthState struct {
-	lastReplies  uint64        // pconn.replies at the previous run
-	wasAwaiting  bool          // written commands awaited replies at the previous run
-	stuck        time.Duration // time without a reply while commands awaited one
-	idle         time.Duration // time without any command
-	pingInFlight bool
+	lastReplies uint64        // pconn.replies at the previous run
+	wasAwaiting bool          // written commands awaited replies at the previous run
+	stuck       time.Duration // time without a reply while commands awaited one
+	idle        time.Duration // time without any command
 }
 
 // checkInterval is the period of the health check: a quarter of the shorter of ResponseTimeout and PingInterval,
@@ -72,27 +71,21 @@ func (pc *pconn) Run(_ *timer.Timeout) {
 	}
 	if h.stuck >= pc.cfg.ResponseTimeout && pc.cause == nil {
 		pc.cause = lostError(pc.addr, "timeout", ErrTimeout)
-		tr := pc.tr
 		pc.check = nil
+		pc.tr.close()
 		pc.mu.Unlock()
 		pc.cfg.Logger.Warn("conn: no reply within the response timeout; resetting the connection",
 			"addr", pc.addr, "timeout", pc.cfg.ResponseTimeout)
-		tr.close()
 		return
 	}
-	kick := false
 	if pc.cfg.PingInterval > 0 && h.idle >= pc.cfg.PingInterval {
 		h.idle = 0
 		pc.out = appendPing(pc.out)
 		pc.pushLocked(pending{kind: kindPing})
-		kick = pc.flushLocked()
+		pc.flushLocked()
 	}
 	pc.scheduleCheckLocked()
-	tr := pc.tr
 	pc.mu.Unlock()
-	if kick {
-		tr.kick()
-	}
 }
 
 // appendPing encodes PING.

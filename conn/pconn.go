@@ -102,19 +102,16 @@ func (pc *pconn) isOpen() bool { return connState(pc.st.Load()) == stateOpen }
 // send queues one caller command and arranges for it to be written. It returns a non-nil error (and queues
 // nothing) when the connection is closed. Safe for concurrent use; never blocks beyond mu and, when the connection
 // is idle, one non-blocking write.
-func (pc *pconn) send(p *future.Promise[resp.Value], c *Cmd, stop func() bool) error {
+func (pc *pconn) send(p *future.Promise[resp.Value], s *Script, keys, args []string, stop func() bool) error {
 	pc.mu.Lock()
 	if pc.state == stateClosed {
 		err := pc.closeErr
 		pc.mu.Unlock()
 		return err
 	}
-	pc.appendUserLocked(pending{p: p, kind: kindUser, stop: stop}, c)
-	kick := pc.flushLocked()
+	pc.appendUserLocked(pending{p: p, kind: kindUser, stop: stop}, s, keys, args)
+	pc.flushLocked()
 	pc.mu.Unlock()
-	if kick {
-		pc.tr.kick()
-	}
 	return nil
 }
 
@@ -132,13 +129,10 @@ func (pc *pconn) sendBatch(ps []*future.Promise[resp.Value], cmds []Cmd, stop fu
 		if i == len(cmds)-1 {
 			e.stop = stop // one AfterFunc for the whole batch; it is unregistered with the last reply
 		}
-		pc.appendUserLocked(e, &cmds[i])
+		pc.appendUserLocked(e, cmds[i].Script, cmds[i].Keys, cmds[i].Args)
 	}
-	kick := pc.flushLocked()
+	pc.flushLocked()
 	pc.mu.Unlock()
-	if kick {
-		pc.tr.kick()
-	}
 	return nil
 }
 
@@ -152,21 +146,18 @@ func (pc *pconn) sendInternal(e pending, args ...string) bool {
 	}
 	pc.out = resp.AppendCommand(pc.out, args...)
 	pc.pushLocked(e)
-	kick := pc.flushLocked()
+	pc.flushLocked()
 	pc.mu.Unlock()
-	if kick {
-		pc.tr.kick()
-	}
 	return true
 }
 
 // appendUserLocked encodes a caller's command into out and queues e for it; an EVALSHA is also copied into the
 // script log for a possible resend after NOSCRIPT.
-func (pc *pconn) appendUserLocked(e pending, c *Cmd) {
+func (pc *pconn) appendUserLocked(e pending, s *Script, keys, args []string) {
 	start := len(pc.out)
-	pc.out = appendCmd(pc.out, c)
-	if c.Script != nil {
-		e.script = c.Script
+	pc.out = appendCmd(pc.out, s, keys, args)
+	if s != nil {
+		e.script = s
 		e.logLen = len(pc.out) - start
 		e.logPos = pc.log.add(pc.out[start:])
 	}
@@ -180,29 +171,31 @@ func (pc *pconn) pushLocked(e pending) {
 	pc.inflight.Add(1)
 }
 
-// flushLocked decides how the bytes just appended to out get written, and reports whether the caller must kick the
-// transport after unlocking. See "Flushing" in doc.go:
+// flushLocked decides how the bytes just appended to out get written. See "Flushing" in doc.go:
 //   - a flush is already pending, or the connection is still connecting: nothing to do;
 //   - FlushOnReply with written commands still awaiting replies: the reader's turn that processes those replies
 //     ends with a flush that will carry these bytes: nothing to do;
-//   - otherwise the connection is idle: write now from this goroutine when the transport can (no event-loop
-//     hand-off), else (or for any remainder) mark a flush pending and kick.
-func (pc *pconn) flushLocked() (kick bool) {
+//   - the connection is idle: write now from this goroutine when the transport can (no event-loop hand-off);
+//   - otherwise (or for any remainder) mark a flush pending and kick the transport's flusher.
+//
+// The kick happens under mu on purpose: Client.Close closes every connection under its mutex before it stops the
+// engine, so a kick can never reach a stopped loop or a closed doorbell descriptor.
+func (pc *pconn) flushLocked() {
 	if pc.flushPending || pc.state != stateOpen {
-		return false
+		return
 	}
 	awaiting := pc.q.n - pc.unsent
-	if pc.cfg.FlushPolicy == FlushOnReply {
-		if awaiting > 0 {
-			return false
-		}
+	if awaiting > 0 && pc.cfg.FlushPolicy == FlushOnReply {
+		return
+	}
+	if awaiting == 0 {
 		// Idle: nothing is being written (every taken byte has its entries in q, so awaiting would be > 0), so
 		// this goroutine may write on the socket itself.
 		if n, ok := pc.tr.writeDirect(pc.out); ok {
 			pc.unsent = 0
 			if n == len(pc.out) {
 				pc.out = pc.out[:0]
-				return false
+				return
 			}
 			// The socket buffer is full (or the write failed): hand the rest to the flusher, which also
 			// detects a broken connection.
@@ -210,7 +203,7 @@ func (pc *pconn) flushLocked() (kick bool) {
 		}
 	}
 	pc.flushPending = true
-	return true
+	pc.tr.kick()
 }
 
 // takeOut hands the bytes to write to the flusher and clears flushPending; it returns nil when there is nothing to
@@ -248,12 +241,11 @@ func (pc *pconn) open(tr transport) bool {
 	pc.tr = tr
 	pc.state = stateOpen
 	pc.st.Store(int32(stateOpen))
-	kick := len(pc.out) > 0 && pc.flushLocked()
+	if len(pc.out) > 0 {
+		pc.flushLocked()
+	}
 	pc.scheduleCheckLocked()
 	pc.mu.Unlock()
-	if kick {
-		tr.kick()
-	}
 	return true
 }
 
@@ -266,9 +258,8 @@ func (pc *pconn) reset(op string, cause error) {
 		return
 	}
 	pc.cause = lostError(pc.addr, op, cause)
-	tr := pc.tr
+	pc.tr.close() // under mu, like every call into the transport while open (see flushLocked)
 	pc.mu.Unlock()
-	tr.close()
 }
 
 // closed is called once by the transport (or the dial goroutine, with tr == nil) when the connection is gone:

@@ -34,19 +34,19 @@ func (s *Script) Source() string { return s.src }
 // than looping.
 const maxScriptLoads = 3
 
-// appendCmd encodes one command: EVALSHA sha numkeys keys... args... for a script, else Args as they are.
-func appendCmd(dst []byte, c *Cmd) []byte {
-	if c.Script == nil {
-		return resp.AppendCommand(dst, c.Args...)
+// appendCmd encodes one command: EVALSHA sha numkeys keys... args... for a script s, else args as they are.
+func appendCmd(dst []byte, s *Script, keys, args []string) []byte {
+	if s == nil {
+		return resp.AppendCommand(dst, args...)
 	}
-	dst = resp.AppendArrayLen(dst, 3+len(c.Keys)+len(c.Args))
+	dst = resp.AppendArrayLen(dst, 3+len(keys)+len(args))
 	dst = resp.AppendBulkString(dst, "EVALSHA")
-	dst = resp.AppendBulkString(dst, c.Script.sha)
-	dst = resp.AppendBulkInt(dst, int64(len(c.Keys)))
-	for _, k := range c.Keys {
+	dst = resp.AppendBulkString(dst, s.sha)
+	dst = resp.AppendBulkInt(dst, int64(len(keys)))
+	for _, k := range keys {
 		dst = resp.AppendBulkString(dst, k)
 	}
-	for _, a := range c.Args {
+	for _, a := range args {
 		dst = resp.AppendBulkString(dst, a)
 	}
 	return dst

@@ -130,9 +130,8 @@ func (pc *pconn) endTurn() {
 	pc.mu.Lock()
 	kick := len(pc.out) > 0 && pc.state == stateOpen
 	pc.flushPending = kick
-	tr := pc.tr
-	pc.mu.Unlock()
 	if kick {
-		tr.kick()
+		pc.tr.kick()
 	}
+	pc.mu.Unlock()
 }
