@@ -16,8 +16,8 @@ import (
 // 0.10-0.15 extra allocations per command at G=64 here, over the budget of one (the promise). A doorbell is a Unix
 // socketpair whose read end is enrolled into the loop like a connection: ringing it writes one byte (only when it
 // is not already rung), and the loop's OnTraffic for it flushes every connection queued on it. Connections queue
-// themselves on an intrusive lock-free stack, at most once per flush (pconn.flushPending guards that), so ringing
-// allocates nothing.
+// themselves on an intrusive lock-free stack, at most once at a time (gnetTransport.queued), so ringing allocates
+// nothing.
 type doorbell struct {
 	wfd  int         // write end of the socketpair, non-blocking; closed by engine.stop after the loops exit
 	rung atomic.Bool // a byte is (about to be) in flight; cleared by the loop before it drains the stack
@@ -57,6 +57,11 @@ func newDoorbell(cli *gnet.Client) (*doorbell, error) {
 // The caller holds t's pconn.mu, which keeps the engine (and so wfd) alive: Client.Close closes every connection
 // under that mutex before it stops the engine.
 func (d *doorbell) ring(t *gnetTransport) {
+	// A connection may still be queued from an earlier ring when its own reader turn already flushed it (and
+	// cleared flushPending); pushing it again would corrupt the stack. The answer that pops it will flush it.
+	if !t.queued.CompareAndSwap(false, true) {
+		return
+	}
 	for {
 		old := d.head.Load()
 		t.nextFlush = old
@@ -81,6 +86,7 @@ func (d *doorbell) answer(c gnet.Conn) {
 	for t != nil {
 		next := t.nextFlush
 		t.nextFlush = nil
+		t.queued.Store(false)
 		t.flush()
 		t = next
 	}

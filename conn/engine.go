@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
@@ -86,6 +87,7 @@ type gnetTransport struct {
 	bell *doorbell // the doorbell of the connection's loop (set by OnOpen); nil: use gnet's Wake
 
 	nextFlush *gnetTransport // link in bell's stack; written by the ringer, then by the loop
+	queued    atomic.Bool    // on bell's stack: set by the ringer that pushes, cleared by the loop that pops
 }
 
 var _ transport = (*gnetTransport)(nil)
