@@ -142,9 +142,11 @@ func writeHTMLTable(b *strings.Builder, t Table) {
 			class = " class=\"ours\""
 		}
 		b.WriteString("<tr" + class + ">")
-		if len(r) > 2 && strings.HasPrefix(r[2], "n/a") {
-			fmt.Fprintf(b, "<td>%s</td><td>%s</td><td class=\"na\" colspan=\"%d\">%s</td>", esc(r[0]), esc(r[1]),
-				len(r)-2, esc(r[2]))
+		if k := naIndex(r); k >= 0 {
+			for _, c := range r[:k] {
+				b.WriteString("<td>" + esc(c) + "</td>")
+			}
+			fmt.Fprintf(b, "<td class=\"na\" colspan=\"%d\">%s</td>", len(r)-k, esc(r[k]))
 		} else {
 			for _, c := range r {
 				b.WriteString("<td>" + boldHTML(esc(c)) + "</td>")

@@ -124,7 +124,7 @@ func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
 	}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Goroutines), r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), bold(count(r.OpsPerSec)),
@@ -149,7 +149,7 @@ func contendedTable(recs []workload.Record) Table {
 			"violations (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Goroutines), r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys),
@@ -176,7 +176,7 @@ func heldTable(m Meta, recs []workload.Record) Table {
 			"client CPU", "server CPU", "other CPU", "lost lib/server", "release time", "errors"}}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, "", r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, nil, r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		clientPerSec := "—"
@@ -206,7 +206,7 @@ func handoffTable(recs []workload.Record) Table {
 			"gave-ups", "violations", "client cmds/hand-off", "client CPU", "server CPU", "other CPU", "errors"}}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Goroutines), r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), bold(count(r.OpsPerSec)),
@@ -226,7 +226,7 @@ func asyncTable(recs []workload.Record, c Ceiling) Table {
 			"goroutines", "client cmds/op", "server cmds/op", "client CPU", "server CPU", "other CPU", "errors"}}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, fmt.Sprint(r.Keys), r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Keys)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Keys), bold(count(r.OpsPerSec)),
@@ -238,16 +238,28 @@ func asyncTable(recs []workload.Record, c Ceiling) Table {
 	return t
 }
 
-// naRow is a row for a library that lacks the workload's feature.
-func naRow(lib, config, reason string, width int) []string {
+// naRow is a row for a library that lacks the workload's feature: the
+// library, its configuration cells, then "n/a: reason" in the next cell and
+// empty cells after it.
+func naRow(lib string, config []string, reason string, width int) []string {
 	row := make([]string, width)
-	row[0], row[1] = lib, config
+	row[0] = lib
+	copy(row[1:], config)
 	reason = strings.TrimPrefix(reason, "workload: not supported by this library: ")
-	row[2] = "n/a: " + reason
-	for i := 3; i < width; i++ {
-		row[i] = ""
-	}
+	row[1+len(config)] = naPrefix + reason
 	return row
+}
+
+const naPrefix = "n/a: "
+
+// naIndex returns the index of a row's n/a cell, or -1.
+func naIndex(r []string) int {
+	for i, c := range r {
+		if strings.HasPrefix(c, naPrefix) {
+			return i
+		}
+	}
+	return -1
 }
 
 // Cell formatting. bold marks the headline figure (** in Markdown, <b> in

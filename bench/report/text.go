@@ -44,10 +44,10 @@ func writeAligned(b *strings.Builder, t Table) {
 	for _, r := range t.Rows {
 		cells = append(cells, plainRow(r))
 	}
-	na := map[int]bool{}
+	na := map[int]int{} // row -> index of its n/a cell
 	for i, r := range cells {
-		if strings.HasPrefix(r[min(2, len(r)-1)], "n/a") {
-			na[i] = true
+		if k := naIndex(r); k >= 0 {
+			na[i] = k
 			continue
 		}
 		for j, c := range r {
@@ -56,15 +56,16 @@ func writeAligned(b *strings.Builder, t Table) {
 	}
 	for i, r := range cells {
 		var line strings.Builder
+		k, isNA := na[i]
 		for j, c := range r {
-			if na[i] && j > 2 {
+			if isNA && j > k {
 				break
 			}
 			pad := width[j] - utf8.RuneCountInString(c)
-			if na[i] && j == 2 {
+			left := j == 0 || j == len(r)-1 || (isNA && j == k)
+			if isNA && j == k {
 				pad = 0
 			}
-			left := j == 0 || j == len(r)-1 || (na[i] && j == 2)
 			if j > 0 {
 				line.WriteString("  ")
 			}

@@ -44,7 +44,7 @@ func runHandoff(ctx context.Context, lib Library, spec Spec, win Window, r *Reco
 	k := &c.keys[0]
 	return c.run(ctx, win, r, func(ctx context.Context, i int) {
 		ws := &c.workers[i]
-		for {
+		for ctx.Err() == nil {
 			h, _, ok := c.acquire(ctx, i, k)
 			if !ok {
 				return

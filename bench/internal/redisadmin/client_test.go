@@ -1,0 +1,51 @@
+package redisadmin
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+)
+
+func TestDoReturnsEveryReplyKindFromARealServer(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	if v, err := c.Do(ctx, "PING"); err != nil || v != "PONG" {
+		t.Fatalf("PING = %v, %v", v, err)
+	}
+	if v, err := c.Do(ctx, "INCRBY", "n", "41"); err != nil || v != int64(41) {
+		t.Fatalf("INCRBY = %#v, %v", v, err)
+	}
+	if v, err := c.Do(ctx, "GET", "missing"); err != nil || v != nil {
+		t.Fatalf("GET missing = %#v, %v", v, err)
+	}
+	if _, err := c.Do(ctx, "RPUSH", "l", "a", "b\r\nc"); err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Do(ctx, "LRANGE", "l", "0", "-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok := v.([]any); !ok || len(l) != 2 || l[0] != "a" || l[1] != "b\r\nc" {
+		t.Fatalf("LRANGE = %#v", v)
+	}
+	if _, err := c.Do(ctx, "NOSUCHCOMMAND"); !errors.Is(err, ErrReply) {
+		t.Fatalf("unknown command: err = %v, want ErrReply", err)
+	}
+	// The connection is still in step after an error reply.
+	if s, err := c.String(ctx, "ECHO", "still here"); err != nil || s != "still here" {
+		t.Fatalf("ECHO = %q, %v", s, err)
+	}
+	if _, err := c.String(ctx, "INCR", "n"); err == nil {
+		t.Fatal("String accepted an integer reply")
+	}
+}

@@ -1,0 +1,172 @@
+package report
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+)
+
+func sampleReport() *Report {
+	cdf := []workload.Point{{Us: 50, Pct: 0}, {Us: 100, Pct: 50}, {Us: 400, Pct: 99}, {Us: 900, Pct: 100}}
+	hist := []workload.Bar{{UpToUs: 107.63474115247546, Count: 10}, {UpToUs: 128, Count: 5}}
+	rec := func(w, lib string, g, keys int, ops float64) workload.Record {
+		return workload.Record{Workload: w, Library: lib, Goroutines: g, Keys: keys, OpsPerSec: ops, Ops: int64(ops),
+			P50us: 100, P99us: 400, P999us: 800, MaxUs: 900, LatencyCDF: cdf, LatencyHistogram: hist, ClientCmds: 10}
+	}
+	c := Ceiling{Clients: 50, Scripts: "test", Runs: []CeilingRun{
+		{Test: "ACQUIRE", Pipeline: 1, PerSec: 100_000}, {Test: "RELEASE", Pipeline: 1, PerSec: 100_000},
+		{Test: "ACQUIRE", Pipeline: 16, PerSec: 300_000}, {Test: "RELEASE", Pipeline: 16, PerSec: 150_000},
+	}}
+	c.Finish()
+	w3 := rec(workload.W3, "ours", 64, 1000, 5000)
+	w3.Acquired, w3.RenewCmdsPerSec, w3.RenewCmdsExpected = 1000, 10, 10
+	return &Report{
+		Meta:    Meta{Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), NumCPU: 2, N: 1000, OtherMax: 0.25},
+		Ceiling: c,
+		Records: []workload.Record{
+			rec(workload.W1, "ours", 64, 64, 90_000), rec(workload.W1, "redsync", 64, 64, 30_000),
+			rec(workload.W2, "ours", 64, 1, 8000), rec(workload.W2, "redsync", 64, 1, 10_000),
+			w3, {Workload: workload.W3, Library: "rueidis", Keys: 1000, NotApplicable: "workload: not supported by this library: no watchdog or extend API"},
+			rec(workload.W4, "ours", 2, 1, 7000),
+			rec(workload.W5, "ours", 1, 1024, 120_000),
+			rec(workload.Raw, "ours-conn", 64, 64, 100_000), rec(workload.Raw, "rueidis", 64, 64, 80_000),
+		},
+	}
+}
+
+func TestCeilingPairsAreTheHarmonicCombinationAtTheDeepestPipeline(t *testing.T) {
+	c := sampleReport().Ceiling
+	if c.Pipeline != 16 || c.AcquirePerSec != 300_000 || c.ReleasePerSec != 150_000 {
+		t.Fatalf("ceiling %+v", c)
+	}
+	if math.Abs(c.PairsPerSec-100_000) > 1e-6 { // 1/(1/300k + 1/150k)
+		t.Fatalf("pairs = %v, want 100000", c.PairsPerSec)
+	}
+	if got := c.PairsAt(1); math.Abs(got-50_000) > 1e-6 {
+		t.Fatalf("pairs at P1 = %v, want 50000", got)
+	}
+}
+
+func cell(t *testing.T, tb Table, lib, header string) string {
+	t.Helper()
+	col := -1
+	for i, h := range tb.Headers {
+		if h == header {
+			col = i
+		}
+	}
+	if col < 0 {
+		t.Fatalf("%s: no column %q in %v", tb.ID, header, tb.Headers)
+	}
+	for _, r := range tb.Rows {
+		if r[0] == lib {
+			return r[col]
+		}
+	}
+	t.Fatalf("%s: no row for %s", tb.ID, lib)
+	return ""
+}
+
+func TestTablesCarryRatiosToOursAndToTheCeiling(t *testing.T) {
+	tables := map[string]Table{}
+	for _, tb := range Tables(sampleReport()) {
+		tables[tb.ID] = tb
+	}
+	for _, id := range []string{"ceiling", "w1", "w2", "w3", "w4", "w5", "raw"} {
+		if _, ok := tables[id]; !ok {
+			t.Fatalf("no %s table", id)
+		}
+	}
+	if got := cell(t, tables["w1"], "redsync", "ours÷lib"); got != "3.00×" {
+		t.Errorf("W1 ours÷redsync = %q, want 3.00×", got)
+	}
+	if got := cell(t, tables["w1"], "ours", "÷ceiling"); got != "90%" {
+		t.Errorf("W1 ours÷ceiling = %q, want 90%%", got)
+	}
+	if got := cell(t, tables["w2"], "redsync", "ours÷lib"); got != "0.80×" {
+		t.Errorf("W2 ours÷redsync = %q, want 0.80×", got)
+	}
+	if got := cell(t, tables["raw"], "rueidis", "ours-conn÷lib"); got != "1.25×" {
+		t.Errorf("raw ours-conn÷rueidis = %q, want 1.25×", got)
+	}
+	if got := cell(t, tables["w3"], "rueidis", "acquired"); !strings.HasPrefix(got, "n/a: no watchdog") {
+		t.Errorf("W3 rueidis = %q, want an n/a row", got)
+	}
+}
+
+func TestTextAlignsColumns(t *testing.T) {
+	text := Text(sampleReport())
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "library ") || !strings.Contains(l, "pairs/s") {
+			continue
+		}
+		end := strings.Index(l, "pairs/s") + len("pairs/s")
+		endRunes := utf8.RuneCountInString(l[:end])
+		for _, row := range lines[i+1 : i+3] {
+			// Right-aligned: the figure ends where the header ends.
+			r := []rune(row)
+			if len(r) < endRunes || r[endRunes-1] == ' ' || (len(r) > endRunes && r[endRunes] != ' ') {
+				t.Fatalf("column not aligned:\n%s\n%s", l, row)
+			}
+		}
+		return
+	}
+	t.Fatalf("no W1 table in:\n%s", text)
+}
+
+func TestMarkdownHasATablePerSection(t *testing.T) {
+	md := Markdown(sampleReport())
+	for _, want := range []string{"## W1 — uncontended", "| library | G | pairs/s |", "**90,000**", "|---|---:|"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+}
+
+func TestHTMLIsSelfContainedAndHasTheCharts(t *testing.T) {
+	page, err := HTML(sampleReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page, "echarts.init") || !strings.Contains(page, "Apache Software Foundation") {
+		t.Fatal("the page does not carry ECharts inline")
+	}
+	if strings.Contains(page, "<script src=") {
+		t.Fatal("the page loads a script from elsewhere")
+	}
+	for _, id := range []string{"c_w1_throughput", "c_w1_G64_cdf", "c_w1_G64_hist", "c_w2_fairness", "c_w3_mem",
+		"c_raw_G64_cdf", "c_ceiling"} {
+		if !strings.Contains(page, "id=\""+id+"\"") {
+			t.Errorf("no chart %s", id)
+		}
+	}
+	if !strings.Contains(page, "<b>90,000</b>") {
+		t.Error("headline figures are not bold")
+	}
+}
+
+func TestJSONRoundTripKeepsEveryRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	rep := sampleReport()
+	if err := WriteJSON(path, rep); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Records) != len(rep.Records) || back.Ceiling.PairsPerSec != rep.Ceiling.PairsPerSec {
+		t.Fatalf("round trip lost data: %d records, pairs %v", len(back.Records), back.Ceiling.PairsPerSec)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `"heap_bytes_per_lock": 0`) {
+		t.Error("a zero schema field was omitted")
+	}
+}

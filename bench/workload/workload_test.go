@@ -1,0 +1,166 @@
+package workload
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func spec(w string, g, keys int) Spec {
+	return Spec{Workload: w, Library: "mem", Goroutines: g, Keys: keys,
+		Duration: 200 * time.Millisecond, Warmup: 20 * time.Millisecond, Hold: 100 * time.Millisecond, RunID: "test"}
+}
+
+func run(t *testing.T, lib Library, s Spec) Record {
+	t.Helper()
+	win := &countingWindow{}
+	r, err := Run(context.Background(), lib, s, win)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r.NotApplicable == "" && (win.begins.Load() != 1 || win.ends.Load() != 1) {
+		t.Fatalf("window handshakes: %d begins, %d ends; want 1 and 1", win.begins.Load(), win.ends.Load())
+	}
+	return r
+}
+
+func TestPairsCountsPairsLatenciesAndCommands(t *testing.T) {
+	r := run(t, newMemLib(), spec(W1, 8, 0))
+	if r.Ops == 0 || r.OpsPerSec <= 0 || r.LatencyCount != r.Ops {
+		t.Fatalf("ops %d, ops/s %v, latencies %d", r.Ops, r.OpsPerSec, r.LatencyCount)
+	}
+	if r.Keys != 8 {
+		t.Errorf("keys = %d, want one per goroutine", r.Keys)
+	}
+	// The fake counts one command per Lock and one per Unlock.
+	if r.ClientCmdsPerOp < 1.99 || r.ClientCmdsPerOp > 2.01 {
+		t.Errorf("client cmds/op = %v, want 2", r.ClientCmdsPerOp)
+	}
+	if r.WindowSec < 0.19 || r.WindowSec > 1 {
+		t.Errorf("window = %v s for a 200 ms window", r.WindowSec)
+	}
+	if r.Stalled != 0 || r.Abandoned != 0 || r.Errors != 0 {
+		t.Errorf("stalled %d, abandoned %d, errors %d", r.Stalled, r.Abandoned, r.Errors)
+	}
+	if r.GoroutinesPeak < 8 {
+		t.Errorf("goroutines peak %d with 8 workers", r.GoroutinesPeak)
+	}
+}
+
+func TestPairsReportsStalledAndAbandonedWorkersAndStillFinishes(t *testing.T) {
+	lib := &stuckLib{release: make(chan struct{})}
+	defer close(lib.release) // lets the abandoned workers go before goleak looks
+	s := spec(W1, 4, 0)
+	s.Duration = 1200 * time.Millisecond
+	s.StallAge = time.Second
+	s.StopGrace = 100 * time.Millisecond
+	start := time.Now()
+	r := run(t, lib, s)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("Run took %v with workers stuck in the library", took)
+	}
+	if r.Stalled != 4 || r.StalledOldestMs < 1000 {
+		t.Errorf("stalled = %d (oldest %.0f ms), want 4 older than 1 s", r.Stalled, r.StalledOldestMs)
+	}
+	if r.Abandoned != 4 {
+		t.Errorf("abandoned = %d, want 4", r.Abandoned)
+	}
+	if r.Ops != 0 {
+		t.Errorf("ops = %d", r.Ops)
+	}
+}
+
+func TestContendedFindsNoViolationWithARealLock(t *testing.T) {
+	r := run(t, newMemLib(), spec(W2, 16, 2))
+	if r.Ops == 0 {
+		t.Fatal("no acquisition")
+	}
+	if r.Violations != 0 || r.CounterExpected != r.CounterGot || r.CounterExpected < r.Ops {
+		t.Fatalf("violations %d, counter %d/%d, ops %d", r.Violations, r.CounterExpected, r.CounterGot, r.Ops)
+	}
+	if r.Jain <= 0 || r.Jain > 1 || r.MinPerG > r.MaxPerG {
+		t.Errorf("Jain %v, min/max %d/%d", r.Jain, r.MinPerG, r.MaxPerG)
+	}
+	if r.ReacqPct < 0 || r.ReacqPct > 100 {
+		t.Errorf("reacq %v%%", r.ReacqPct)
+	}
+}
+
+func TestContendedCountsOverlapsWhenTheLockDoesNotExclude(t *testing.T) {
+	lib := newMemLib()
+	lib.broken = true
+	r := run(t, lib, spec(W2, 16, 1))
+	if r.Violations == 0 {
+		t.Fatalf("a lock without mutual exclusion passed the check (%d acquisitions)", r.Ops)
+	}
+}
+
+func TestHandoffMeasuresEveryAcquisitionAsAHandOff(t *testing.T) {
+	r := run(t, newMemLib(), spec(W4, 4, 1))
+	if r.Ops == 0 || r.LatencyCount != r.Ops {
+		t.Fatalf("hand-offs %d, latencies %d", r.Ops, r.LatencyCount)
+	}
+	if r.ReacqPct != 0 {
+		t.Errorf("reacq = %v%%: a releaser waits for another holder before asking again", r.ReacqPct)
+	}
+	if r.Violations != 0 {
+		t.Errorf("violations = %d", r.Violations)
+	}
+}
+
+func TestHeldCountsLossesReportedByTheLibraryAndTheServer(t *testing.T) {
+	lib := newMemLib()
+	s := spec(W3, 0, 300)
+	lib.lost[s.keyWithDefaults(7)] = true
+	lib.lost[s.keyWithDefaults(42)] = true
+	r := run(t, lib, s)
+	if r.Acquired != 300 || r.Keys != 300 {
+		t.Fatalf("acquired %d of %d", r.Acquired, r.Keys)
+	}
+	if r.LostLib != 2 || r.LostServer != 2 || r.Lost != 2 {
+		t.Errorf("lost lib/server/total = %d/%d/%d, want 2/2/2", r.LostLib, r.LostServer, r.Lost)
+	}
+	if r.RenewCmdsExpected != 3 { // ceil(300/100) batches every second
+		t.Errorf("expected renewals/s = %v, want 3", r.RenewCmdsExpected)
+	}
+	if r.HoldSec < 0.09 || r.AcquireSec <= 0 || r.OpsPerSec <= 0 {
+		t.Errorf("hold %v s, acquire %v s, rate %v", r.HoldSec, r.AcquireSec, r.OpsPerSec)
+	}
+	if r.GoroutinesBase <= 0 || r.HeapHoldBytes == 0 {
+		t.Errorf("goroutines base %d, heap hold %d", r.GoroutinesBase, r.HeapHoldBytes)
+	}
+}
+
+func TestHeldIsNotApplicableWithoutAWatchdog(t *testing.T) {
+	r := run(t, &stuckLib{}, spec(W3, 0, 10))
+	if r.NotApplicable == "" {
+		t.Fatal("a library without Watchdog ran W3")
+	}
+}
+
+func TestAsyncKeepsKeysInFlightFromOneGoroutine(t *testing.T) {
+	lib := &memAsync{memLib: newMemLib()}
+	r := run(t, lib, spec(W5, 1, 16))
+	if err := lib.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.Ops == 0 || r.Goroutines != 1 || r.Keys != 16 {
+		t.Fatalf("ops %d, goroutines %d, keys %d", r.Ops, r.Goroutines, r.Keys)
+	}
+	if r.Abandoned != 0 || r.Errors != 0 {
+		t.Errorf("abandoned %d, errors %d (%s)", r.Abandoned, r.Errors, r.ErrorSample)
+	}
+}
+
+func TestAsyncIsNotApplicableWithoutAnAsyncAPI(t *testing.T) {
+	r := run(t, newMemLib(), spec(W5, 1, 4))
+	if r.NotApplicable == "" {
+		t.Fatal("a library without Async ran W5")
+	}
+}
+
+func TestUnknownWorkloadIsAnError(t *testing.T) {
+	if _, err := Run(context.Background(), newMemLib(), spec("w9", 1, 1), nil); err == nil {
+		t.Fatal("no error for workload w9")
+	}
+}
