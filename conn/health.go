@@ -69,13 +69,12 @@ func (pc *pconn) Run(_ *timer.Timeout) {
 	} else {
 		h.idle += iv
 	}
-	if h.stuck >= pc.cfg.ResponseTimeout && pc.cause == nil {
-		pc.cause = lostError(pc.addr, "timeout", ErrTimeout)
+	if h.stuck >= pc.cfg.ResponseTimeout {
 		pc.check = nil
-		pc.tr.close()
 		pc.mu.Unlock()
 		pc.cfg.Logger.Warn("conn: no reply within the response timeout; resetting the connection",
 			"addr", pc.addr, "timeout", pc.cfg.ResponseTimeout)
+		pc.reset("timeout", ErrTimeout)
 		return
 	}
 	if pc.cfg.PingInterval > 0 && h.idle >= pc.cfg.PingInterval {

@@ -30,24 +30,20 @@ func (pc *pconn) onInbound(data []byte) (int, error) {
 		vals = append(vals, v)
 		off += n
 	}
-	if len(vals) > 0 {
-		if err := pc.deliver(vals); err != nil && fault == nil {
-			fault = err
-		}
+	if len(vals) > 0 || fault != nil {
+		fault = pc.deliver(vals, fault)
 	}
 	clear(vals) // drop the strings for the garbage collector; keep the capacity
 	pc.vals = vals[:0]
-	if fault != nil {
-		op := "protocol"
-		pc.reset(op, fault)
-	}
 	return off, fault
 }
 
 // deliver matches replies to entries and completes them. It takes mu once for the whole batch: pop the entries,
 // queue NOSCRIPT resends, and mark a flush pending, since the reader's turn ends with a flush (so callers woken by
-// these completions need not kick the transport).
-func (pc *pconn) deliver(vals []resp.Value) error {
+// these completions need not kick the transport). A fault (bytes that did not decode, or more replies than
+// commands) resets the connection before the good replies are completed, so that callers woken by them cannot
+// queue anything on the broken connection. It returns the fault.
+func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 	replies := len(vals)
 	if pc.ps != nil {
 		replies = 0
@@ -58,11 +54,12 @@ func (pc *pconn) deliver(vals []resp.Value) error {
 		}
 	}
 
-	var fault error
 	pc.mu.Lock()
 	if replies > pc.q.n {
 		// A reply nobody asked for: the stream is out of step (or the peer is not Redis).
-		fault = ErrUnexpectedReply
+		if fault == nil {
+			fault = ErrUnexpectedReply
+		}
 		replies = pc.q.n
 	}
 	popped := pc.q.popInto(pc.popped[:0], replies)
@@ -75,6 +72,9 @@ func (pc *pconn) deliver(vals []resp.Value) error {
 	}
 	pc.mu.Unlock()
 	pc.replies.Add(uint64(replies))
+	if fault != nil {
+		pc.reset("protocol", fault)
+	}
 
 	if pc.ps == nil {
 		for i := range popped {

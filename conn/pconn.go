@@ -249,8 +249,11 @@ func (pc *pconn) open(tr transport) bool {
 	return true
 }
 
-// reset closes an open connection because of cause (a protocol error, a response timeout): its pending commands
-// then fail with a *ConnError for op wrapping cause. Safe for concurrent use; does not block.
+// reset closes an open connection because of cause (a protocol error, a response timeout, a write error): at once,
+// without waiting for the transport to report the close, every queued and in-flight command fails with a
+// *ConnError for op wrapping cause, and the owner starts the replacement, so that no caller can still queue a
+// command on a connection known to be broken. The transport's own close report then finds it closed. Safe for
+// concurrent use; does not block.
 func (pc *pconn) reset(op string, cause error) {
 	pc.mu.Lock()
 	if pc.state != stateOpen || pc.cause != nil {
@@ -260,11 +263,13 @@ func (pc *pconn) reset(op string, cause error) {
 	pc.cause = lostError(pc.addr, op, cause)
 	pc.tr.close() // under mu, like every call into the transport while open (see flushLocked)
 	pc.mu.Unlock()
+	pc.closed(op, cause)
 }
 
 // closed is called once by the transport (or the dial goroutine, with tr == nil) when the connection is gone:
 // every queued and in-flight command fails at once, with the cause recorded by reset, else with a *ConnError built
-// from err. Then the owner is told, so that it reconnects.
+// from err. The owner is told first, so that the replacement connection exists by the time the failed futures
+// complete: a caller that retries at once finds it (and queues on it) instead of failing fast.
 func (pc *pconn) closed(op string, err error) {
 	pc.mu.Lock()
 	if pc.state == stateClosed {
@@ -284,10 +289,10 @@ func (pc *pconn) closed(op string, err error) {
 	entries := pc.closeLocked(failWith)
 	pc.mu.Unlock()
 
-	pc.failAll(entries, failWith)
 	if pc.owner != nil {
 		pc.owner.connClosed(pc, wasOpen, failWith)
 	}
+	pc.failAll(entries, failWith)
 }
 
 // shutdown closes the connection for Client.Close: pending commands fail with ErrClosed, the owner is not told.
@@ -334,7 +339,7 @@ func (pc *pconn) failAll(entries []pending, err error) {
 			}
 			pc.complete(e.p, resp.Value{}, err)
 		case kindSubscribe, kindResubscribe:
-			pc.ps.lost(e, err)
+			pc.ps.lost(pc, e, err)
 		}
 	}
 }

@@ -223,12 +223,14 @@ func (ps *pubsub) confirm(e *pending, v *resp.Value) {
 	}
 }
 
-// lost handles a SUBSCRIBE whose connection closed before the confirmation: its waiters fail with err; the channel
-// is kept if it has confirmed handlers (it is subscribed again on the next connection).
-func (ps *pubsub) lost(e *pending, err error) {
+// lost handles a SUBSCRIBE whose connection pc closed before the confirmation. If the channel was already queued
+// again on the replacement connection (resubscribe runs before the old entries fail), its waiters wait for that
+// confirmation; otherwise they fail with err, and the channel is forgotten unless it has confirmed handlers (which
+// the next connection subscribes again).
+func (ps *pubsub) lost(pc *pconn, e *pending, err error) {
 	ps.mu.Lock()
 	ch := e.ch
-	if ps.chans[ch.name] != ch {
+	if ps.chans[ch.name] != ch || ch.sentOn != pc {
 		ps.mu.Unlock()
 		return
 	}

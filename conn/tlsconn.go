@@ -75,8 +75,7 @@ func (t *tlsTransport) readLoop(wg *sync.WaitGroup) {
 			w += n
 			consumed, perr := t.pc.onInbound(buf[:w])
 			if perr != nil {
-				t.close()
-				t.pc.closed("protocol", perr)
+				t.close() // reset has failed the pending commands already
 				return
 			}
 			w = copy(buf, buf[consumed:w])

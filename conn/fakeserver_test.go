@@ -1,0 +1,115 @@
+package conn_test
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// fakeServer is the one fake in this package's tests: a TCP server that speaks just enough RESP2 to get through
+// the client's handshake and then follows a script, to inject faults a real redis-server never produces (malformed
+// replies, a close in the middle of a frame). Connection number i (from 0) is served by behave(i, ...); every
+// connection answers PING with +PONG first, as the handshake expects.
+type fakeServer struct {
+	ln       net.Listener
+	behave   func(i int, cmd []string, c net.Conn) bool // returns false to stop serving the connection
+	accepted atomic.Int32
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func startFake(t *testing.T, behave func(i int, cmd []string, c net.Conn) bool) *fakeServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeServer{ln: ln, behave: behave}
+	f.wg.Add(1)
+	go f.accept() // owner: the test; ends when the listener closes in Cleanup
+	t.Cleanup(f.close)
+	return f
+}
+
+func (f *fakeServer) addr() string { return f.ln.Addr().String() }
+
+func (f *fakeServer) accept() {
+	defer f.wg.Done()
+	for {
+		c, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		i := int(f.accepted.Add(1)) - 1
+		f.mu.Lock()
+		f.conns = append(f.conns, c)
+		f.mu.Unlock()
+		f.wg.Add(1)
+		go f.serve(i, c) // owner: the test; ends when the connection closes
+	}
+}
+
+// serve reads commands and hands each to behave, answering the handshake's PING itself.
+func (f *fakeServer) serve(i int, c net.Conn) {
+	defer f.wg.Done()
+	defer c.Close()
+	var dec resp.Decoder
+	buf := make([]byte, 0, 4096)
+	for {
+		for {
+			v, n, err := dec.Decode(buf)
+			if errors.Is(err, resp.ErrIncomplete) {
+				break
+			}
+			if err != nil {
+				return
+			}
+			buf = buf[:copy(buf, buf[n:])]
+			cmd := make([]string, len(v.Elems))
+			for j, e := range v.Elems {
+				cmd[j] = e.Str
+			}
+			if len(cmd) == 1 && cmd[0] == "PING" && !f.pingIsScripted(i) {
+				if _, err := c.Write([]byte("+PONG\r\n")); err != nil {
+					return
+				}
+				continue
+			}
+			if !f.behave(i, cmd, c) {
+				return
+			}
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := c.Read(buf[len(buf):cap(buf)])
+		if err != nil {
+			return
+		}
+		buf = buf[:len(buf)+n]
+	}
+}
+
+// pingIsScripted is false: PINGs (the handshake's and the health check's) are always answered.
+func (f *fakeServer) pingIsScripted(int) bool { return false }
+
+func (f *fakeServer) close() {
+	_ = f.ln.Close()
+	f.mu.Lock()
+	for _, c := range f.conns {
+		_ = c.Close()
+	}
+	f.mu.Unlock()
+	f.wg.Wait()
+}
+
+// reply writes raw bytes.
+func reply(c net.Conn, s string) bool {
+	_, err := c.Write([]byte(s))
+	return err == nil
+}
