@@ -72,8 +72,8 @@ EVALSHA acquire+release pairs on bare transports (ours-conn, rueidis, goredis).
 
 Libraries: ours, redsync, redislock, rueidislock, rueidis (raw rueidis EVALSHA
 of the same scripts), goredis (the same on go-redis), ours-conn (the same on
-locksmith's conn package); variants: redsync:1ms, redislock:1ms,
-rueidislock:loop, rueidislock:1s.
+locksmith's conn package); variants: ours:lease (fixed lease instead of the
+watchdog), redsync:1ms, redislock:1ms, rueidislock:loop, rueidislock:1s.
 
 Flags:
 `
@@ -221,7 +221,9 @@ func intList(name, s string) ([]int, error) {
 func knownLibrary(name string) bool {
 	base, variant, _ := strings.Cut(name, ":")
 	switch base {
-	case "ours", "ours-conn", "rueidis", "goredis":
+	case "ours":
+		return variant == "" || variant == "lease"
+	case "ours-conn", "rueidis", "goredis":
 		return variant == ""
 	case "redsync", "redislock":
 		return variant == "" || variant == "1ms"

@@ -100,12 +100,7 @@ func (h *redislockHeld) Unlock(ctx context.Context) error {
 	return err
 }
 
-func (h *redislockHeld) Lost() <-chan struct{} {
-	if h.r == nil {
-		return nil
-	}
-	return h.r.lost
-}
+func (h *redislockHeld) Lost() bool { return h.r != nil && h.r.isLost() }
 
 func (l *redislockLib) Close() error { return l.c.Close() }
 

@@ -102,12 +102,7 @@ func (h *redsyncHeld) Unlock(ctx context.Context) error {
 	return err
 }
 
-func (h *redsyncHeld) Lost() <-chan struct{} {
-	if h.r == nil {
-		return nil
-	}
-	return h.r.lost
-}
+func (h *redsyncHeld) Lost() bool { return h.r != nil && h.r.isLost() }
 
 func (l *redsyncLib) Close() error { return l.c.Close() }
 

@@ -47,6 +47,16 @@ func startRenewal(interval time.Duration, extend func(ctx context.Context) error
 	return r
 }
 
+// isLost reports whether an extension failed.
+func (r *renewal) isLost() bool {
+	select {
+	case <-r.lost:
+		return true
+	default:
+		return false
+	}
+}
+
 // end stops the goroutine and waits for it.
 func (r *renewal) end() {
 	r.stopOnce()

@@ -97,9 +97,9 @@ func (h *rueidislockHeld) Unlock(context.Context) error {
 	return nil
 }
 
-// Lost is the held context's Done: W3 looks at it before unlocking, when only
-// a loss can have closed it.
-func (h *rueidislockHeld) Lost() <-chan struct{} { return h.ctx.Done() }
+// Lost reports whether the held context ended: W3 asks before unlocking, when
+// only a loss (a failed extension) can have ended it.
+func (h *rueidislockHeld) Lost() bool { return h.ctx.Err() != nil }
 
 func (l *rueidislockLib) Close() error {
 	l.lk.Close()

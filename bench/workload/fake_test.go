@@ -88,7 +88,14 @@ func (h *memHeld) Unlock(context.Context) error {
 	return nil
 }
 
-func (h *memHeld) Lost() <-chan struct{} { return h.lost }
+func (h *memHeld) Lost() bool {
+	select {
+	case <-h.lost:
+		return true
+	default:
+		return false
+	}
+}
 
 func (l *memLib) Close() error { return nil }
 

@@ -76,11 +76,10 @@ type Watchdog interface {
 // WatchedHeld is a lock held under a watchdog.
 type WatchedHeld interface {
 	Held
-	// Lost returns a channel closed when the library reports the lock lost
-	// (renewal failed or the lease ran out); nil when the library cannot
-	// report it. Unlock must not make it look lost: adapters only close it
-	// for a loss.
-	Lost() <-chan struct{}
+	// Lost reports whether the library has reported the lock lost (a renewal
+	// failed, the lease ran out). W3 asks before unlocking, so adapters whose
+	// only signal is a context that Unlock also cancels may use it.
+	Lost() bool
 }
 
 // OwnershipChecker is implemented by libraries that can check on the server

@@ -99,12 +99,8 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 			continue
 		}
 		live = append(live, h)
-		if lost := h.Lost(); lost != nil {
-			select {
-			case <-lost:
-				r.LostLib++
-			default:
-			}
+		if h.Lost() {
+			r.LostLib++
 		}
 	}
 	if oc, ok := lib.(OwnershipChecker); ok {

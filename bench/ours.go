@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// oursFactories are the libraries this binary runs itself (the peers run in
+// the peers binary): locksmith's rlock ("ours", variant "lease") and the raw
+// transport baseline on its conn package ("ours-conn").
+func oursFactories() map[string]workload.Factory {
+	return map[string]workload.Factory{
+		"ours":      newOurs,
+		"ours-conn": newOursConn,
+	}
+}
+
+// oursLib adapts rlock. Lock uses the watchdog (what Redisson's users get
+// from lock()), variant "lease" a fixed lease (LockLease). The watchdog
+// timeout is the case's TTL: it only matters for locks held longer than a
+// third of it, which only W3 does.
+type oursLib struct {
+	c     *rlock.Client
+	lease time.Duration // 0: watchdog
+	ttl   time.Duration
+}
+
+func newOurs(_ context.Context, cfg workload.Config) (workload.Library, error) {
+	l := &oursLib{ttl: cfg.WatchdogTTL}
+	switch cfg.Variant {
+	case "":
+	case "lease":
+		l.lease = cfg.Lease
+	default:
+		return nil, fmt.Errorf("ours: unknown variant %q (have lease)", cfg.Variant)
+	}
+	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: cfg.Addr}, WatchdogTimeout: cfg.WatchdogTTL})
+	if err != nil {
+		return nil, err
+	}
+	l.c = c
+	return l, nil
+}
+
+type oursHeld struct {
+	l    *rlock.Lock
+	held context.Context
+}
+
+func (l *oursLib) Lock(ctx context.Context, name string) (workload.Held, error) {
+	lk := l.c.Lock(name)
+	var held context.Context
+	var err error
+	if l.lease > 0 {
+		held, err = lk.LockLease(ctx, l.lease)
+	} else {
+		held, err = lk.Lock(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &oursHeld{l: lk, held: held}, nil
+}
+
+func (h *oursHeld) Unlock(context.Context) error { return h.l.Unlock(h.held) }
+
+// Lost reports whether the held context ended for another reason than the
+// release.
+func (h *oursHeld) Lost() bool {
+	return h.held.Err() != nil && !errors.Is(context.Cause(h.held), rlock.ErrReleased)
+}
+
+// LockWatched is Lock with the watchdog: one timer entry per lock, renewals
+// batched.
+func (l *oursLib) LockWatched(ctx context.Context, name string) (workload.WatchedHeld, error) {
+	lk := l.c.Lock(name)
+	held, err := lk.Lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &oursHeld{l: lk, held: held}, nil
+}
+
+// RenewPlan: every WatchdogTimeout/3, one EVALSHA per batch of
+// DefaultRenewBatchSize locks.
+func (l *oursLib) RenewPlan() (time.Duration, int) { return l.ttl / 3, rlock.DefaultRenewBatchSize }
+
+// CountOwned asks IsHeldBy for every lock, pipelined through the async form
+// in chunks.
+func (l *oursLib) CountOwned(ctx context.Context, held []workload.WatchedHeld) (int, error) {
+	const chunk = 1024
+	owned := 0
+	for start := 0; start < len(held); start += chunk {
+		end := min(start+chunk, len(held))
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var firstErr error
+		for _, h := range held[start:end] {
+			oh := h.(*oursHeld)
+			wg.Add(1)
+			oh.l.IsHeldByAsync(oh.held).OnComplete(func(ok bool, err error) {
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if ok {
+					owned++
+				}
+				mu.Unlock()
+				wg.Done()
+			})
+		}
+		wg.Wait()
+		if firstErr != nil {
+			return owned, firstErr
+		}
+		if err := ctx.Err(); err != nil {
+			return owned, err
+		}
+	}
+	return owned, nil
+}
+
+// LockAsync and UnlockAsync hand rlock's futures to the workload's callbacks
+// (run on the completing goroutine; the workload's callbacks do not block).
+func (l *oursLib) LockAsync(ctx context.Context, name string, done func(workload.Held, error)) {
+	lk := l.c.Lock(name)
+	f := lk.LockAsync(ctx)
+	if l.lease > 0 {
+		f = lk.LockLeaseAsync(ctx, l.lease)
+	}
+	f.OnComplete(func(held context.Context, err error) {
+		if err != nil {
+			done(nil, err)
+			return
+		}
+		done(&oursHeld{l: lk, held: held}, nil)
+	})
+}
+
+func (l *oursLib) UnlockAsync(_ context.Context, h workload.Held, done func(error)) {
+	oh := h.(*oursHeld)
+	oh.l.UnlockAsync(oh.held).OnComplete(func(_ struct{}, err error) { done(err) })
+}
+
+func (l *oursLib) Close() error { return l.c.Close() }
+
+var (
+	_ workload.Watchdog         = (*oursLib)(nil)
+	_ workload.OwnershipChecker = (*oursLib)(nil)
+	_ workload.Async            = (*oursLib)(nil)
+)
+
+// oursConn is the raw baseline on locksmith's conn package: the workload's
+// Redisson-style scripts by conn.Client.Eval (EVALSHA), subscriptions by
+// conn.Client.Subscribe. It isolates the transport from rlock.
+type oursConn struct {
+	c       *conn.Client
+	scripts map[*workload.Script]*conn.Script
+}
+
+func newOursConn(_ context.Context, cfg workload.Config) (workload.Library, error) {
+	if cfg.Variant != "" {
+		return nil, fmt.Errorf("ours-conn: no variants")
+	}
+	c, err := conn.New(conn.Config{Addr: cfg.Addr})
+	if err != nil {
+		return nil, err
+	}
+	t := &oursConn{c: c, scripts: map[*workload.Script]*conn.Script{
+		workload.AcquireScript: conn.NewScript(workload.AcquireScript.Src),
+		workload.ReleaseScript: conn.NewScript(workload.ReleaseScript.Src),
+	}}
+	return workload.NewRawLock(t, cfg.Lease), nil
+}
+
+func (t *oursConn) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (int64, bool, error) {
+	v, err := t.c.Eval(ctx, t.scripts[s], keys, args...).Get(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	if v.Null {
+		return 0, true, nil
+	}
+	n, err := v.AsInt64()
+	return n, false, err
+}
+
+func (t *oursConn) Subscribe(ctx context.Context, channel string, onMessage func()) (func(), error) {
+	sub, err := t.c.Subscribe(channel, func(conn.Message) { onMessage() }).Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return sub.Close, nil
+}
+
+func (t *oursConn) Close() error { return t.c.Close() }
