@@ -1,0 +1,166 @@
+package rlock
+
+import "github.com/locksmith-go/locksmith/conn"
+
+// The fair lock's scripts, in Redisson's keyspace (RedissonFairLock):
+//
+//	lock      HASH <name>, field <clientUUID>:<ownerID> -> hold count, PEXPIRE = lease (the plain lock's layout)
+//	queue     LIST redisson_lock_queue:{<name>}: waiting owners, first come first served
+//	deadlines ZSET redisson_lock_timeout:{<name>}: owner -> the instant (Unix ms) after which it counts as gone
+//	channel   redisson_lock__channel:{<name>}:<owner>: one per waiter; a release wakes the head waiter only
+//
+// Deadlines come from the server's clock (redis.call('TIME')), not the client's (Redisson passes
+// System.currentTimeMillis() of whichever client runs the script): every deadline in the set is then on one clock,
+// so clients whose clocks disagree can neither reorder nor starve each other's waiters. TIME is non-deterministic,
+// which Redis accepts in a script that writes only under effects replication: the default since Redis 5 and the
+// only mode of Redis 7 (the replicas and the AOF receive the script's writes, not the script). The scripts call
+// redis.replicate_commands() first, a no-op returning true on Redis 7 that switches Redis 3.2 and 4 to effects
+// replication too.
+//
+// A waiter's deadline is its own: the instant it gives up (a TryLock's wait) or, for a wait without bound, the end
+// of a liveness window it refreshes with each attempt. A waiter whose deadline passed is removed when it reaches
+// the head of the queue, so a waiter whose process died delays the others by no more than its own wait. Redisson
+// stores position-based deadlines instead (the previous waiter's plus the thread wait time, all shifted when one
+// leaves); with per-waiter deadlines nothing needs shifting: a waiter that gives up removes itself, and the rest
+// keep theirs. See the FairLock documentation for what a Redisson client sharing the queue sees.
+
+// fairNowLua computes now, the server's time in Unix milliseconds, and removes from the head of the queue every
+// waiter whose deadline passed (or that has none: a queue entry without a deadline is debris). It is the prelude
+// of every fair-lock script. KEYS[2] is the queue, KEYS[3] the deadline set.
+const fairNowLua = `redis.replicate_commands()
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+while true do
+  local first = redis.call('lindex', KEYS[2], 0)
+  if not first then break end
+  local d = redis.call('zscore', KEYS[3], first)
+  if d and tonumber(d) > now then break end
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], first)
+end
+`
+
+// fairAcquireSrc takes the lock when it is free and the caller is first in line (or nobody waits), re-enters it
+// for its owner, and otherwise queues the caller (or refreshes its deadline) and says how long to wait at most.
+//
+//	KEYS[1] lock name
+//	KEYS[2] queue
+//	KEYS[3] deadline set
+//	KEYS[4] channel prefix redisson_lock__channel:{name} (the head's channel is prefix:<owner>)
+//	ARGV[1] lease in milliseconds
+//	ARGV[2] owner
+//	ARGV[3] the waiter's deadline, in milliseconds from now on the server's clock; 0 = a try without waiting,
+//	        which is never queued
+//	ARGV[4] wake-up message ("0")
+//
+// Reply: a bulk string = granted, the owner's new hold count. An integer = refused: for the head waiter the lock's
+// PTTL (it is woken on its channel when the lock is released; -1: the key has no expiry), for a waiter further back
+// the time until the head's deadline (when the head may be dropped), for a try without waiting the lock's PTTL.
+// When the lock is free but the head is another, living waiter, that waiter is woken (it may have missed its
+// message): nobody else may take the lock before it.
+const fairAcquireSrc = fairNowLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return tostring(n)
+end
+local head = redis.call('lindex', KEYS[2], 0)
+local free = redis.call('exists', KEYS[1]) == 0
+if free and ((not head) or head == ARGV[2]) then
+  if head then
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], ARGV[2])
+  end
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return '1'
+end
+local wait = tonumber(ARGV[3])
+if wait <= 0 then
+  if free then
+    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4])
+    return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)
+  end
+  return redis.call('pttl', KEYS[1])
+end
+if redis.call('zadd', KEYS[3], now + wait, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+head = redis.call('lindex', KEYS[2], 0)
+if head == ARGV[2] then
+  return redis.call('pttl', KEYS[1])
+end
+if free then
+  redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4])
+end
+return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)`
+
+// fairReleaseSrc releases one hold like the plain lock's release (conditional on the expected hold count, so a
+// retry after an ambiguous failure changes nothing), and when the last hold goes it wakes the head waiter, on its
+// own channel, instead of every waiter.
+//
+//	KEYS[1..4] as fairAcquireSrc
+//	ARGV[1] owner
+//	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
+//	ARGV[3] lease in milliseconds, re-armed when holds remain
+//	ARGV[4] wake-up message ("0")
+//
+// Reply: nil = the owner does not hold the lock (the head is woken if the lock is free: it may be waiting for a
+// lease that ended); 0 = one hold released, others remain; 1 = released and the head woken; -n = the owner holds
+// n, not the count expected: nothing changed.
+const fairReleaseSrc = fairNowLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
+if not c then
+  if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[2], 0)
+    if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4]) end
+  end
+  return nil
+end
+c = tonumber(c)
+local e = tonumber(ARGV[2])
+if e > 0 and c ~= e then return -c end
+if c > 1 then
+  redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  redis.call('pexpire', KEYS[1], ARGV[3])
+  return 0
+end
+redis.call('del', KEYS[1])
+local head = redis.call('lindex', KEYS[2], 0)
+if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4]) end
+return 1`
+
+// fairLeaveSrc takes a waiter that gave up (its wait ran out, its context ended) out of the queue, Redisson's
+// acquireFailed. The deadlines of the others are not touched: they are their own. When the leaver was the head
+// and the lock is free, the new head is woken at once.
+//
+//	KEYS[1..4] as fairAcquireSrc
+//	ARGV[1] owner
+//	ARGV[2] wake-up message ("0")
+//
+// Reply: 1 = the owner was queued and is not any more; 0 = it was not queued.
+const fairLeaveSrc = fairNowLua + `local head = redis.call('lindex', KEYS[2], 0)
+local n = redis.call('lrem', KEYS[2], 0, ARGV[1])
+redis.call('zrem', KEYS[3], ARGV[1])
+if head == ARGV[1] and redis.call('exists', KEYS[1]) == 0 then
+  local next = redis.call('lindex', KEYS[2], 0)
+  if next then redis.call('publish', KEYS[4] .. ':' .. next, ARGV[2]) end
+end
+if n > 0 then return 1 end
+return 0`
+
+// fairForceUnlockSrc deletes the lock whoever holds it and wakes the head waiter.
+//
+//	KEYS[1..4] as fairAcquireSrc
+//	ARGV[1] wake-up message ("0")
+//
+// Reply: 1 = the lock existed and was deleted; 0 = there was no lock.
+const fairForceUnlockSrc = fairNowLua + `local n = redis.call('del', KEYS[1])
+local head = redis.call('lindex', KEYS[2], 0)
+if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1]) end
+return n`
+
+var (
+	fairAcquireScript     = conn.NewScript(fairAcquireSrc)
+	fairReleaseScript     = conn.NewScript(fairReleaseSrc)
+	fairLeaveScript       = conn.NewScript(fairLeaveSrc)
+	fairForceUnlockScript = conn.NewScript(fairForceUnlockSrc)
+)
