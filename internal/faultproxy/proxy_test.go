@@ -294,7 +294,7 @@ func TestCutAfterUpstreamDropsAPipelineHalfway(t *testing.T) {
 	p := Start(t, srv.Addr())
 	c := dial(t, p.Addr())
 	const one = "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n" // 23 bytes
-	p.CutAfter(Upstream, int64(len(one))*5+7) // 5 whole commands and a piece of the 6th
+	p.CutAfter(Upstream, int64(len(one))*5+7)     // 5 whole commands and a piece of the 6th
 	var pipeline []byte
 	for range 10 {
 		pipeline = append(pipeline, one...)
