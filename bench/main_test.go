@@ -6,4 +6,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The bench binary links gnet (through rlock and conn), whose global worker
+// pool (ants) starts goroutines at package init: IgnoreCurrent leaves them
+// out; everything the tests start must be gone at the end.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
