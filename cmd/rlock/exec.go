@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+const execSynopsis = "rlock exec [-wait D] [-lease D] [-owner UUID:N] [-grace D] [-watchdog D] NAME -- COMMAND [ARGS...]"
+
+// defaultGrace is the default time between SIGTERM and SIGKILL after the lock is lost: long enough for a command
+// to stop cleanly, short enough that it does not run on for long while another owner may hold the lock.
+const defaultGrace = 10 * time.Second
+
+// releaseBound bounds the release of a lock that was granted just as a signal made rlock give up the wait.
+const releaseBound = 5 * time.Second
+
+// execRun is one `rlock exec`: the lock is acquired, the command run under it, the lock released.
+type execRun struct {
+	acquirer
+	e     *env
+	argv  []string // the command as given
+	path  string   // argv[0] resolved in PATH
+	grace time.Duration
+}
+
+// runExec is `rlock exec`.
+func runExec(e *env, c *common, args []string) int {
+	fs := newFlagSet("exec", execSynopsis, e, c)
+	wait := waitValue(waitForever)
+	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
+	lease := fs.Duration("lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
+	owner := fs.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
+	grace := fs.Duration("grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
+	watchdog := fs.Duration("watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	rest := fs.Args()
+	switch {
+	case len(rest) == 0:
+		return usageError(fs, "missing lock NAME and COMMAND")
+	case rest[0] == "":
+		return usageError(fs, "the lock NAME must not be empty")
+	}
+	name, rest := rest[0], rest[1:]
+	if len(rest) > 0 && rest[0] != "--" && strings.HasPrefix(rest[0], "-") {
+		return usageError(fs, "%q after NAME: flags go before NAME", rest[0])
+	}
+	if len(rest) > 0 && rest[0] == "--" {
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		return usageError(fs, "missing COMMAND: rlock exec NAME -- COMMAND [ARGS...]")
+	}
+	switch {
+	case *lease < 0 || (*lease > 0 && *lease < rlock.MinLease):
+		return usageError(fs, "-lease %v: want 0 (the watchdog) or at least %v", *lease, rlock.MinLease)
+	case *grace < 0:
+		return usageError(fs, "-grace %v: must not be negative", *grace)
+	case *watchdog < rlock.MinLease:
+		return usageError(fs, "-watchdog %v: want at least %v", *watchdog, rlock.MinLease)
+	}
+	if *owner != "" {
+		if err := checkOwner(*owner); err != nil {
+			return usageError(fs, "%v", err)
+		}
+	}
+
+	rep := c.reporter(e.stderr, e.stderr)
+	path, f := lookCommand(rest[0])
+	if f != nil {
+		// Checked before connecting: a typo must not take the lock, nor wait for it.
+		return rep.fail(*f, name)
+	}
+	lk, addr, code, ok := connect(e, c, *watchdog, rep, name)
+	if !ok {
+		return code
+	}
+	defer lk.Close()
+	x := &execRun{e: e, argv: rest, path: path, grace: *grace, acquirer: acquirer{
+		rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(wait), lease: *lease, owner: *owner,
+		wd: *watchdog, sigs: make(chan os.Signal, 2*len(forwardedSignals)),
+		notRun: fmt.Sprintf("; %s was not run", rest[0]),
+	}}
+	e.notify(x.sigs, forwardedSignals...)
+	defer e.stopNotify(x.sigs)
+	return x.run()
+}
+
+// lookCommand resolves the command in PATH, with the shell's exit codes when it cannot be run.
+func lookCommand(name string) (string, *failure) {
+	path, err := exec.LookPath(name)
+	switch {
+	case err == nil:
+		return path, nil
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return "", &failure{exitNotFound, fmt.Sprintf("command not found: %s (not in PATH, or no such file); the lock was not taken", name)}
+	case errors.Is(err, exec.ErrDot):
+		return "", &failure{exitCannotExec, fmt.Sprintf("%s is found only through '.' in PATH; run it as ./%s", name, name)}
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EISDIR):
+		return "", &failure{exitCannotExec, fmt.Sprintf("cannot execute %s: %v (is it executable?); the lock was not taken", name,
+			errors.Unwrap(err))}
+	}
+	return "", &failure{exitCannotExec, fmt.Sprintf("cannot execute %s: %v", name, err)}
+}
+
+// run acquires the lock, runs the command under it and releases it.
+func (x *execRun) run() int {
+	held, owner, acquiredAt, code, ok := x.acquire()
+	if !ok {
+		return code
+	}
+	return x.supervise(held, owner, acquiredAt)
+}
+
+// describeHolders says who holds a lock, for messages: "held by ID (2 holds), lease ends in 28.4s".
+func describeHolders(st lockStatus) string {
+	switch st.Type {
+	case "none":
+		return "free now (it was released meanwhile)"
+	case "unknown":
+		return "held by another owner"
+	}
+	var b strings.Builder
+	b.WriteString("held by ")
+	for i, h := range st.Holders {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%d %s)", h.Owner, h.Holds, plural(h.Holds, "hold", "holds"))
+	}
+	if len(st.Holders) == 0 {
+		b.WriteString("nobody (an empty hash)")
+	}
+	if st.Mode != "" {
+		fmt.Fprintf(&b, " in %s mode", st.Mode)
+	}
+	b.WriteString(", ")
+	b.WriteString(ttlText(st.TTL))
+	return b.String()
+}
+
+// ttlText describes a remaining lease.
+func ttlText(ttl time.Duration) string {
+	switch {
+	case ttl == rlock.TTLNoExpiry:
+		return "no expiry (the key was not written by a lock client)"
+	case ttl < 0:
+		return "no lease"
+	}
+	return "lease ends in " + ttl.Round(time.Millisecond).String()
+}
+
+// waitText describes the -wait bound.
+func waitText(w time.Duration) string {
+	if w < 0 {
+		return "as long as it takes"
+	}
+	return "up to " + w.String()
+}
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

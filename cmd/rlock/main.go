@@ -1,0 +1,231 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// defaultAddr is the server used when neither -addr nor REDIS_URL is given.
+const defaultAddr = "redis://127.0.0.1:6379"
+
+// env is the outside world of one run: standard streams, environment, signal delivery and the lock backend. main
+// passes the process's own; tests substitute them.
+type env struct {
+	stdin, stdout, stderr *os.File
+	getenv                func(string) string
+	environ               []string // the command's environment before RLOCK_NAME and RLOCK_OWNER are added
+	dial                  func(rlock.Config) (locker, error)
+	notify                func(chan<- os.Signal, ...os.Signal)
+	stopNotify            func(chan<- os.Signal)
+	fromTerminal          func(os.Signal) bool
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], &env{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		getenv: os.Getenv, environ: os.Environ(),
+		dial:   dialRlock,
+		notify: signal.Notify, stopNotify: signal.Stop,
+		fromTerminal: fromTerminal,
+	}))
+}
+
+// common holds the flags every subcommand accepts, before or after its name.
+type common struct {
+	addr    string
+	json    bool
+	verbose bool
+}
+
+// register adds the common flags to fs, with their current values as defaults (so that flags given before the
+// subcommand are kept when it parses its own).
+func (c *common) register(fs *flag.FlagSet) {
+	fs.Var((*addrValue)(&c.addr), "addr", "Redis `URL`, redis://[user:password@]host:port[/db][?options] or rediss://...; "+
+		"$REDIS_URL sets the default")
+	fs.BoolVar(&c.json, "json", c.json, "print one JSON object per event (exec: on stderr; others: on stdout)")
+	fs.BoolVar(&c.verbose, "v", c.verbose, "report every event on stderr, not only failures")
+}
+
+// reporter returns the reporter of a subcommand whose results go to out.
+func (c *common) reporter(out, diag io.Writer) *reporter {
+	return &reporter{out: out, diag: diag, json: c.json, verbose: c.verbose}
+}
+
+// subcommand runs one subcommand with the arguments after its name and returns the exit code.
+type subcommand func(e *env, c *common, args []string) int
+
+var subcommands = map[string]subcommand{
+	"exec":         runExec,
+	"status":       runStatus,
+	"force-unlock": runForceUnlock,
+	"lock":         runLock,
+	"unlock":       runUnlock,
+	"help":         runHelp,
+}
+
+// run parses the global flags and dispatches to the subcommand. It returns the process's exit code.
+func run(args []string, e *env) int {
+	c := &common{addr: e.getenv("REDIS_URL")}
+	if c.addr == "" {
+		c.addr = defaultAddr
+	}
+	fs := flag.NewFlagSet("rlock", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	c.register(fs)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(e.stderr, usage)
+		return exitUsage
+	}
+	name := fs.Arg(0)
+	sub, ok := subcommands[name]
+	if !ok {
+		fmt.Fprintf(e.stderr, "rlock: unknown command %q; run rlock -h for the list\n", name)
+		return exitUsage
+	}
+	return sub(e, c, fs.Args()[1:])
+}
+
+// runHelp prints the usage on stdout.
+func runHelp(e *env, _ *common, _ []string) int {
+	fmt.Fprint(e.stdout, usage)
+	return exitOK
+}
+
+// parseFlags parses a subcommand's flags. It returns false (and the exit code) when the run must end: -h (0) or a
+// bad flag (64); the flag package has then printed the error and the subcommand's usage.
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	return exitOK, true
+}
+
+// newFlagSet makes a subcommand's flag set with the common flags; synopsis is its usage line(s).
+func newFlagSet(name, synopsis string, e *env, c *common) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", synopsis)
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), "\nRun rlock -h for the exit codes.\n")
+	}
+	c.register(fs)
+	return fs
+}
+
+// usageError prints msg and the subcommand's usage, and returns exitUsage.
+func usageError(fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(fs.Output(), "rlock %s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return exitUsage
+}
+
+// addrValue is the -addr flag. It prints itself with the password masked, so that -h does not show the password
+// of REDIS_URL.
+type addrValue string
+
+func (a *addrValue) String() string {
+	if a == nil {
+		return ""
+	}
+	u, err := url.Parse(string(*a))
+	if err != nil || u.User == nil {
+		return string(*a)
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}
+
+func (a *addrValue) Set(s string) error {
+	*a = addrValue(s)
+	return nil
+}
+
+// waitValue is the -wait flag: a duration, or "forever" (the default).
+type waitValue time.Duration
+
+func (w *waitValue) String() string {
+	if time.Duration(*w) < 0 {
+		return "forever"
+	}
+	return time.Duration(*w).String()
+}
+
+func (w *waitValue) Set(s string) error {
+	if s == "forever" || s == "inf" {
+		*w = waitValue(waitForever)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 30s or 5m, or forever")
+	}
+	if d < 0 {
+		return fmt.Errorf("must not be negative (0 makes a single attempt)")
+	}
+	*w = waitValue(d)
+	return nil
+}
+
+// nameArg checks the single NAME argument of status, force-unlock, lock and unlock.
+func nameArg(fs *flag.FlagSet) (string, int, bool) {
+	switch {
+	case fs.NArg() == 0:
+		return "", usageError(fs, "missing lock NAME"), false
+	case fs.NArg() > 1:
+		return "", usageError(fs, "unexpected arguments after NAME %q: %s (flags go before NAME)", fs.Arg(0),
+			strings.Join(fs.Args()[1:], " ")), false
+	case fs.Arg(0) == "":
+		return "", usageError(fs, "the lock NAME must not be empty"), false
+	}
+	return fs.Arg(0), exitOK, true
+}
+
+// checkOwner validates an -owner value: "<uuid>:<n>", n a decimal integer (Redisson's <clientId>:<threadId>).
+func checkOwner(owner string) error {
+	i := strings.LastIndexByte(owner, ':')
+	if i <= 0 || i == len(owner)-1 {
+		return fmt.Errorf("-owner %q: want UUID:N, such as the owner printed by rlock lock or shown by rlock status", owner)
+	}
+	for _, r := range owner[i+1:] {
+		if r < '0' || r > '9' {
+			return fmt.Errorf("-owner %q: the part after the last ':' must be a decimal number (a thread id)", owner)
+		}
+	}
+	return nil
+}
+
+// connect dials Redis, reporting a failure on rep. It returns the locker and the server's host:port (for
+// messages). It blocks for at most the dial timeout.
+func connect(e *env, c *common, watchdog time.Duration, rep *reporter, name string) (locker, string, int, bool) {
+	cfg, err := dialConfig(c.addr, watchdog)
+	if err != nil {
+		return nil, "", rep.fail(describe(err, c.addr, name), name), false
+	}
+	lk, err := e.dial(cfg)
+	if err != nil {
+		return nil, "", rep.fail(describe(err, cfg.Conn.Addr, name), name), false
+	}
+	return lk, cfg.Conn.Addr, exitOK, true
+}
