@@ -54,3 +54,20 @@ func TestDoRoundTrip(t *testing.T) {
 		t.Fatalf("INCR of a string: err = %v, want a *resp.ServerError with prefix ERR", err)
 	}
 }
+
+// eventually retries f until it succeeds, for at most 10 s. It is for conditions no event announces (a
+// reconnection seen from outside); each failure must be one that the condition being awaited explains.
+func eventually(t testing.TB, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still failing after 10 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

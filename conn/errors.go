@@ -85,7 +85,7 @@ func (e *ConnError) Is(target error) bool {
 }
 
 // Timeout reports whether the connection was reset because a reply did not come within the response timeout, or
-// the cause is itself a timeout (a dial timeout). It makes ConnError satisfy net.Error's Timeout method.
+// the cause is itself a timeout (a dial timeout).
 func (e *ConnError) Timeout() bool {
 	if errors.Is(e.Err, ErrTimeout) {
 		return true

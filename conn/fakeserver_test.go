@@ -18,6 +18,10 @@ type fakeServer struct {
 	ln       net.Listener
 	behave   func(i int, cmd []string, c net.Conn) bool // returns false to stop serving the connection
 	accepted atomic.Int32
+
+	// silentAfterHandshake, when >= 0, is the number of the connection that stops answering anything (PINGs
+	// included) after the handshake's PING; set before the client connects. -1 (the default): none.
+	silentAfterHandshake int
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	conns    []net.Conn
@@ -29,7 +33,7 @@ func startFake(t *testing.T, behave func(i int, cmd []string, c net.Conn) bool) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fakeServer{ln: ln, behave: behave}
+	f := &fakeServer{ln: ln, behave: behave, silentAfterHandshake: -1}
 	f.wg.Add(1)
 	go f.accept() // owner: the test; ends when the listener closes in Cleanup
 	t.Cleanup(f.close)
@@ -60,6 +64,7 @@ func (f *fakeServer) serve(i int, c net.Conn) {
 	defer c.Close()
 	var dec resp.Decoder
 	buf := make([]byte, 0, 4096)
+	pings := 0
 	for {
 		for {
 			v, n, err := dec.Decode(buf)
@@ -74,7 +79,11 @@ func (f *fakeServer) serve(i int, c net.Conn) {
 			for j, e := range v.Elems {
 				cmd[j] = e.Str
 			}
-			if len(cmd) == 1 && cmd[0] == "PING" && !f.pingIsScripted(i) {
+			if i == f.silentAfterHandshake && pings > 0 {
+				continue // a dead peer: reads, never answers
+			}
+			if len(cmd) == 1 && cmd[0] == "PING" {
+				pings++
 				if _, err := c.Write([]byte("+PONG\r\n")); err != nil {
 					return
 				}
@@ -94,9 +103,6 @@ func (f *fakeServer) serve(i int, c net.Conn) {
 		buf = buf[:len(buf)+n]
 	}
 }
-
-// pingIsScripted is false: PINGs (the handshake's and the health check's) are always answered.
-func (f *fakeServer) pingIsScripted(int) bool { return false }
 
 func (f *fakeServer) close() {
 	_ = f.ln.Close()

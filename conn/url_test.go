@@ -1,0 +1,96 @@
+package conn_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+)
+
+func TestParseURLFields(t *testing.T) {
+	cfg, err := conn.ParseURL("redis://alice:s3cret@db.example:6380/3?dial_timeout=250ms&read_timeout=2&pool_size=4&client_name=svc&ping_interval=1s&flush_policy=on_reply&event_loops=2&reconnect_min_backoff=10ms&reconnect_max_backoff=1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := conn.Config{
+		Addr: "db.example:6380", Username: "alice", Password: "s3cret", DB: 3, ClientName: "svc",
+		PoolSize: 4, EventLoops: 2, FlushPolicy: conn.FlushOnReply,
+		DialTimeout: 250 * time.Millisecond, ResponseTimeout: 2 * time.Second, PingInterval: time.Second,
+		ReconnectMinBackoff: 10 * time.Millisecond, ReconnectMaxBackoff: time.Second,
+	}
+	if cfg != want {
+		t.Fatalf("ParseURL =\n%+v\nwant\n%+v", cfg, want)
+	}
+}
+
+func TestParseURLDefaultsAndPasswordOnly(t *testing.T) {
+	cfg, err := conn.ParseURL("redis://:pw@")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:6379" || cfg.Username != "" || cfg.Password != "pw" || cfg.DB != 0 || cfg.TLS != nil {
+		t.Fatalf("ParseURL = %+v", cfg)
+	}
+}
+
+func TestParseURLRedissSetsTLSWithServerName(t *testing.T) {
+	cfg, err := conn.ParseURL("rediss://cache.internal:6390")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS == nil || cfg.TLS.ServerName != "cache.internal" || cfg.Addr != "cache.internal:6390" {
+		t.Fatalf("ParseURL = %+v (TLS %+v)", cfg, cfg.TLS)
+	}
+}
+
+func TestParseURLRejectsUnknownOptionsByName(t *testing.T) {
+	_, err := conn.ParseURL("redis://h:1/0?dial_timout=1s&pool_size=2&frobnicate=yes")
+	if !errors.Is(err, conn.ErrInvalidConfig) {
+		t.Fatalf("err = %v; want ErrInvalidConfig", err)
+	}
+	for _, name := range []string{"dial_timout", "frobnicate"} {
+		if !strings.Contains(err.Error(), name) {
+			t.Fatalf("err = %q; want it to name %q", err, name)
+		}
+	}
+	if unknown, _, _ := strings.Cut(err.Error(), "(known"); strings.Contains(unknown, "pool_size") {
+		t.Fatalf("err = %q names a known option as unknown", err)
+	}
+}
+
+func TestParseURLRejectsBadValues(t *testing.T) {
+	for _, u := range []string{
+		"http://h:1",
+		"redis://h:1/x",
+		"redis://h:1/-1",
+		"redis://h:1?pool_size=many",
+		"redis://h:1?dial_timeout=soon",
+		"redis://h:1?flush_policy=sometimes",
+		"redis://h:1?pool_size=1&pool_size=2",
+		"redis://h:1?%zz",
+	} {
+		if _, err := conn.ParseURL(u); !errors.Is(err, conn.ErrInvalidConfig) {
+			t.Errorf("ParseURL(%q) err = %v; want ErrInvalidConfig", u, err)
+		}
+	}
+}
+
+func TestNewRejectsInvalidConfig(t *testing.T) {
+	for _, cfg := range []conn.Config{
+		{Addr: "no-port"},
+		{Addr: "h:1", PoolSize: -1},
+		{Addr: "h:1", DB: -2},
+		{Addr: "h:1", DialTimeout: -time.Second},
+		{Addr: "h:1", ReconnectMinBackoff: time.Second, ReconnectMaxBackoff: time.Millisecond},
+		{Addr: "h:1", FlushPolicy: 7},
+	} {
+		if c, err := conn.New(cfg); !errors.Is(err, conn.ErrInvalidConfig) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("New(%+v) err = %v; want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
