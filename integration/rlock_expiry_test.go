@@ -129,7 +129,7 @@ func TestKilledProcessFreesLockWithinWatchdog(t *testing.T) {
 // Redisson's testLockLongerThanWatchdog: the watchdog keeps a lock for 10 × its timeout.
 func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
 	srv := redistest.Start(t)
-	const watchdog = 300 * time.Millisecond
+	const watchdog = 600 * time.Millisecond // short, yet tolerant of a starved -race run
 	var batches, renewed atomic.Int64
 	c, err := rlock.NewClient(rlock.Config{
 		Conn:            conn.Config{Addr: srv.Addr()},
@@ -143,7 +143,7 @@ func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := ctxT(t, 10*time.Second)
+	ctx := ctxT(t, 20*time.Second)
 	l := c.Lock("lock")
 	held := mustLock(t, l, ctx)
 

@@ -143,6 +143,8 @@ func (c *Client) Close() error {
 		for name, q := range sh.queues {
 			for w := q.head; w != nil; w = w.next {
 				w.stopTimerLocked()
+				w.state = wDone // a reply still in flight for it finds it done (a grant is dropped: the lease ends it)
+				w.q = nil
 				waiters = append(waiters, w)
 			}
 			q.head, q.tail, q.n = nil, nil, 0

@@ -30,7 +30,7 @@ const (
 // timeout, so scheduling allocates nothing more.
 type hold struct {
 	c      *Client
-	keys   []string // {name, channel}, shared with the Lock handle that acquired it
+	name   string
 	owner  string
 	parent context.Context // the acquiring context: its values are visible through the held context, its cancellation is not
 	held   context.Context // context.WithCancelCause(h): what the acquire returned
@@ -38,9 +38,9 @@ type hold struct {
 
 	// Guarded by the shard mutex.
 	state    holdState
-	watchdog bool // renewed by the watchdog (acquired without a lease at least once)
-	renewing bool // a renewal of this hold is in a batch, pending or in flight
-	count    int64
+	watchdog bool  // renewed by the watchdog (acquired without a lease at least once)
+	renewing bool  // a renewal of this hold is in a batch, pending or in flight
+	count    int32 // the owner's hold count, as the server last reported it (packed with the flags: 128-byte struct)
 	lease    time.Duration // the lease the server re-arms on a partial release (watchdog timeout or last lease)
 	deadline time.Duration // on c.now(): the lease surely ends on the server no earlier than this
 	acquired time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
@@ -48,26 +48,26 @@ type hold struct {
 	release  *unlockOp // the final release in flight (state holdReleasing)
 }
 
-func (h *hold) name() string { return h.keys[0] }
-
 // newHoldLocked creates the hold of a lock just granted to owner, registers it and arms its timer. lease is the
 // lease the grant applied, sentAt when the granting command was sent. Called with the shard mutex held.
-func (c *Client) newHoldLocked(sh *shard, keys []string, own string, parent context.Context, count int64,
+func (c *Client) newHoldLocked(sh *shard, name, own string, parent context.Context, count int64,
 	lease time.Duration, watchdog bool, sentAt time.Duration) (*hold, error) {
-	h := &hold{c: c, keys: keys, owner: own, parent: parent, count: count, lease: lease, watchdog: watchdog,
+	h := &hold{c: c, name: name, owner: own, parent: parent, count: int32(count), lease: lease, watchdog: watchdog,
 		deadline: sentAt + lease, acquired: sentAt}
 	h.held, h.cancel = context.WithCancelCause(h)
 	if err := h.armLocked(); err != nil {
 		return nil, err
 	}
-	sh.holds[holdKey{keys[0], own}] = h
+	sh.holds[holdKey{name, own}] = h
 	return h, nil
 }
 
 // reenterLocked records a re-entry granted to an existing hold: the server's count, and the lease the acquire
 // re-armed. A watchdog re-entry of a lease lock starts the watchdog (as Redisson's scheduleExpirationRenewal does).
 func (h *hold) reenterLocked(count int64, lease time.Duration, watchdog bool, sentAt time.Duration) error {
-	h.count = count
+	// Replies of concurrent re-entries (an owner shared by goroutines) may arrive out of order: the server's count
+	// only grows across them, so the largest is the latest.
+	h.count = max(h.count, int32(count))
 	h.lease = lease
 	h.deadline = sentAt + lease
 	if watchdog && !h.watchdog {
@@ -117,7 +117,7 @@ func (h *hold) stopTimerLocked() {
 // timer's worker and only hands the renewal to the watchdog's batch.
 func (h *hold) Run(t *timer.Timeout) {
 	c := h.c
-	sh := c.shard(h.name())
+	sh := c.shard(h.name)
 	sh.mu.Lock()
 	if h.tm != t || h.state != holdHeld {
 		sh.mu.Unlock()
@@ -137,7 +137,7 @@ func (h *hold) Run(t *timer.Timeout) {
 		sh.mu.Unlock()
 		if err != nil {
 			c.log.Warn("rlock: cannot schedule the lease check; the lock stays held until its lease ends",
-				"lock", h.name(), "owner", h.owner, "err", err)
+				"lock", h.name, "owner", h.owner, "err", err)
 		}
 		return
 	}
@@ -157,8 +157,8 @@ func (h *hold) Run(t *timer.Timeout) {
 func (c *Client) dropLocked(sh *shard, h *hold) {
 	h.state = holdGone
 	h.stopTimerLocked()
-	if sh.holds[holdKey{h.name(), h.owner}] == h {
-		delete(sh.holds, holdKey{h.name(), h.owner})
+	if sh.holds[holdKey{h.name, h.owner}] == h {
+		delete(sh.holds, holdKey{h.name, h.owner})
 	}
 }
 
@@ -166,8 +166,8 @@ func (c *Client) dropLocked(sh *shard, h *hold) {
 // observer and the log.
 func (c *Client) lost(h *hold, cause error) {
 	h.cancel(cause)
-	c.obs.Lost(LostEvent{Name: h.name(), Owner: h.owner, Cause: cause})
-	c.log.Warn("rlock: lock no longer held", "lock", h.name(), "owner", h.owner, "cause", cause)
+	c.obs.Lost(LostEvent{Name: h.name, Owner: h.owner, Cause: cause})
+	c.log.Warn("rlock: lock no longer held", "lock", h.name, "owner", h.owner, "cause", cause)
 }
 
 // The hold is the parent of its held context: a context.Context that is never cancelled (so WithCancelCause
@@ -192,7 +192,7 @@ func (h *hold) Value(key any) any {
 }
 
 // String names the held lock, for context printing.
-func (h *hold) String() string { return "rlock.Held(" + h.name() + ", " + h.owner + ")" }
+func (h *hold) String() string { return "rlock.Held(" + h.name + ", " + h.owner + ")" }
 
 var (
 	_ context.Context = (*hold)(nil)

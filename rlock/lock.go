@@ -149,7 +149,7 @@ func (l *Lock) acquire(ctx context.Context, op string, wait, lease time.Duration
 func (c *Client) start(w *waiter) {
 	sh := w.lk.sh
 	sh.mu.Lock()
-	if w.state != wNew || w.abandoned {
+	if w.state != wNew || w.abandoned != nil {
 		sh.mu.Unlock()
 		return
 	}

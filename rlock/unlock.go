@@ -54,10 +54,10 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	c.unlock(h.keys, c.shard(h.name()), h.owner).OnComplete(func(_ struct{}, err error) {
+	c.unlock([]string{h.name, channelName(h.name)}, c.shard(h.name), h.owner).OnComplete(func(_ struct{}, err error) {
 		if err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
-				"lock", h.name(), "owner", h.owner, "err", err)
+				"lock", h.name, "owner", h.owner, "err", err)
 		}
 	})
 }
@@ -107,10 +107,10 @@ func (c *Client) unlock(keys []string, sh *shard, own string) *future.Future[str
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
 		op.lease = c.cfg.watchdogMillis
 	case h.count > 1:
-		op.h, op.expect, op.lease = h, h.count, c.leaseArg(h.lease)
+		op.h, op.expect, op.lease = h, int64(h.count), c.leaseArg(h.lease)
 		h.count--
 	default:
-		op.h, op.expect, op.lease, op.final = h, h.count, c.leaseArg(h.lease), true
+		op.h, op.expect, op.lease, op.final = h, int64(h.count), c.leaseArg(h.lease), true
 		// Cancel the renewal first (Redisson #7272): nothing renews this lock once its release has started.
 		h.state = holdReleasing
 		h.stopTimerLocked()
@@ -245,8 +245,8 @@ func (op *unlockOp) finish(released bool, err error) {
 		case op.final:
 			h.state = holdGone
 			h.release = nil
-			if sh.holds[holdKey{h.name(), h.owner}] == h {
-				delete(sh.holds, holdKey{h.name(), h.owner})
+			if sh.holds[holdKey{h.name, h.owner}] == h {
+				delete(sh.holds, holdKey{h.name, h.owner})
 			}
 			cause = ErrReleased
 			if errors.Is(err, ErrNotHeld) {
@@ -263,7 +263,7 @@ func (op *unlockOp) finish(released bool, err error) {
 	}
 	if cause != nil {
 		h.cancel(cause)
-		c.obs.Released(ReleasedEvent{Name: h.name(), Owner: h.owner, Held: c.now() - h.acquired,
+		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: c.now() - h.acquired,
 			HandOff: op.next != nil && released, Err: err})
 	}
 	if lostCause != nil {

@@ -52,7 +52,7 @@ type waiter struct {
 
 	// Guarded by the shard mutex.
 	state      waiterState
-	abandoned  bool // the caller's future was failed (context, wait, Close) while a command for it was in flight
+	abandoned  error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
 	q          *queue
 	prev, next *waiter
 	tm         *timer.Timeout
@@ -119,9 +119,13 @@ func (w *waiter) onResult(r acqResult, handoff bool) {
 			return
 		}
 		act := w.finishLocked(0)
+		failWith := r.err
+		if w.abandoned != nil {
+			failWith = w.abandoned
+		}
 		sh.mu.Unlock()
 		act.run()
-		w.fail(r.err)
+		w.fail(failWith)
 		if errors.Is(r.err, conn.ErrConnLost) && w.own.fresh {
 			// The attempt may have been granted with nobody to know it. The owner id was made for this call, so
 			// a hold under it can only be that grant: release it rather than leave it for the lease to end.
@@ -149,11 +153,15 @@ func (w *waiter) onResult(r acqResult, handoff bool) {
 	}
 
 	// Refused (or a hand-off that did not get to grant).
-	if w.abandoned || w.noWait || (w.deadline != 0 && c.now() >= w.deadline) {
+	if w.abandoned != nil || w.noWait || (w.deadline != 0 && c.now() >= w.deadline) {
 		act := w.finishLocked(0)
+		failWith := error(ErrNotAcquired)
+		if w.abandoned != nil {
+			failWith = w.abandoned
+		}
 		sh.mu.Unlock()
 		act.run()
-		w.fail(ErrNotAcquired) // no effect when abandoned: the future already failed
+		w.fail(failWith)
 		return
 	}
 	w.retries = 0
@@ -190,7 +198,7 @@ func (w *waiter) onResult(r acqResult, handoff bool) {
 // is resent as it is; an attempt that may have run is not (a second grant would count twice), and a hand-off that
 // failed is left to the releasing side, which retries it.
 func (w *waiter) retryLocked(err error, handoff bool) bool {
-	if handoff || !errors.Is(err, conn.ErrUnavailable) || w.retries >= w.c.cfg.RetryAttempts || w.abandoned {
+	if handoff || !errors.Is(err, conn.ErrUnavailable) || w.retries >= w.c.cfg.RetryAttempts || w.abandoned != nil {
 		return false
 	}
 	w.retries++
@@ -316,32 +324,33 @@ func (w *waiter) Run(t *timer.Timeout) {
 	sh.mu.Unlock()
 }
 
-// abandon ends the call with err because its context ended or its wait ran out. If the call already completed
-// and granted the lock, the lock is released when release is true (a sync call whose caller will never see the
-// held context); otherwise it belongs to whoever holds the future.
+// abandon ends the call with err because its context ended or its wait ran out. The waiter leaves its queue
+// before the future fails, so a caller that sees the error also sees the waiter gone. A command in flight for it
+// finishes the job: a refusal just ends it, a grant is released. If the call already completed with the lock, the
+// lock is released when release is true (a sync call whose caller will never see the held context); otherwise it
+// belongs to whoever holds the future.
 func (w *waiter) abandon(err error, release bool) {
-	if !w.p.Fail(err) {
-		if held, ferr, _ := w.p.Future().Peek(); release && ferr == nil && held != nil {
-			w.c.unlockHeld(held)
-		}
-		return
-	}
-	w.stopWatch()
 	sh := w.lk.sh
 	sh.mu.Lock()
 	var act headAction
 	switch w.state {
 	case wIdle:
 		act = w.finishLocked(0)
-	case wAttempting, wGranting:
-		// The reply will clean up: a grant is released (its Succeed fails), a refusal leaves the queue.
-		w.abandoned = true
+	case wAttempting, wGranting, wNew:
+		if w.abandoned == nil {
+			w.abandoned = err
+		}
 		w.stopTimerLocked()
-	case wNew:
-		w.abandoned = true
 	}
 	sh.mu.Unlock()
 	act.run()
+	if w.p.Fail(err) {
+		w.stopWatch()
+		return
+	}
+	if held, ferr, _ := w.p.Future().Peek(); release && ferr == nil && held != nil {
+		w.c.unlockHeld(held)
+	}
 }
 
 // succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
@@ -381,7 +390,7 @@ func (c *Client) grantLocked(w *waiter, count int64, handoff bool) (*hold, error
 	if h := sh.holds[holdKey{w.lk.name, w.own.id}]; h != nil && h.state == holdHeld {
 		return h, h.reenterLocked(count, w.lease, w.watchdog, w.sentAt)
 	}
-	return c.newHoldLocked(sh, w.lk.keys, w.own.id, w.ctx, count, w.lease, w.watchdog, w.sentAt)
+	return c.newHoldLocked(sh, w.lk.name, w.own.id, w.ctx, count, w.lease, w.watchdog, w.sentAt)
 }
 
 var _ timer.Task = (*waiter)(nil)

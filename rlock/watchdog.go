@@ -100,7 +100,7 @@ func (w *watchdog) send(batch []*hold) {
 	args := make([]string, 1+len(batch))
 	args[0] = c.cfg.watchdogMillis
 	for i, h := range batch {
-		keys[i] = h.name()
+		keys[i] = h.name
 		args[i+1] = h.owner
 	}
 	sentAt := c.now()
@@ -122,7 +122,7 @@ func (w *watchdog) done(batch []*hold, sentAt time.Duration, v resp.Value, err e
 	ev := RenewalEvent{Locks: len(batch), Took: c.now() - sentAt, Err: err}
 	var lost []*hold
 	for i, h := range batch {
-		sh := c.shard(h.name())
+		sh := c.shard(h.name)
 		sh.mu.Lock()
 		if h.state != holdHeld || !h.renewing {
 			sh.mu.Unlock()
@@ -148,7 +148,7 @@ func (w *watchdog) done(batch []*hold, sentAt time.Duration, v resp.Value, err e
 			h.deadline = sentAt + c.cfg.WatchdogTimeout
 			h.lease = c.cfg.WatchdogTimeout
 			if aerr := h.armLocked(); aerr != nil {
-				c.log.Warn("rlock: cannot schedule the next renewal", "lock", h.name(), "err", aerr)
+				c.log.Warn("rlock: cannot schedule the next renewal", "lock", h.name, "err", aerr)
 			}
 		default:
 			ev.Gone++
