@@ -36,7 +36,8 @@ const (
 // cluster node) on a loopback port, in its own directory.
 //
 // All methods are safe for concurrent use; Close, Kill, Stop, Restart, Pause
-// and Resume are serialised against each other.
+// and Resume are serialised against each other, and Pid and Running wait for
+// one of them that is in progress (a Restart takes up to the start bound).
 type Server struct {
 	opts    options
 	mode    serverMode
