@@ -22,9 +22,9 @@ type fakeServer struct {
 	// silentAfterHandshake, when >= 0, is the number of the connection that stops answering anything (PINGs
 	// included) after the handshake's PING; set before the client connects. -1 (the default): none.
 	silentAfterHandshake int
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
+	wg                   sync.WaitGroup
+	mu                   sync.Mutex
+	conns                []net.Conn
 }
 
 func startFake(t *testing.T, behave func(i int, cmd []string, c net.Conn) bool) *fakeServer {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -43,6 +44,10 @@ func TestScriptFlushMidPipelineIsInvisible(t *testing.T) {
 	srv := redistest.Start(t)
 	c := newClient(t, conn.Config{Addr: srv.Addr(), PoolSize: 2})
 	ctx := ctxT(t)
+	// Loaded beforehand, so that every NOSCRIPT comes from the flush in the middle of the load.
+	if _, err := srv.Do(ctx, "SCRIPT", "LOAD", incrScript.Source()); err != nil {
+		t.Fatal(err)
+	}
 	const goroutines, perG = 32, 300
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -72,6 +77,14 @@ func TestScriptFlushMidPipelineIsInvisible(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-flushed
+	stats, err := srv.Info(ctx, "errorstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stats["errorstat_NOSCRIPT"], "count=") {
+		t.Fatalf("the server never answered NOSCRIPT (errorstats %v): the flush did not hit the pipelined load", stats)
+	}
+	t.Logf("NOSCRIPT replies answered by SCRIPT LOAD and a resend: %s", stats["errorstat_NOSCRIPT"])
 	for g := range goroutines {
 		n, err := srv.DoInt(ctx, "GET", fmt.Sprintf("k%d", g))
 		if err != nil || n != perG {
