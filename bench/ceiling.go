@@ -93,9 +93,11 @@ func (r *runner) measureCeiling(ctx context.Context) report.Ceiling {
 				if run.OtherCPU <= r.o.otherMax || ctx.Err() != nil {
 					break
 				}
-				r.ui.logf("ceiling %s P%d disturbed (other CPU %.2f cores), rerunning", test, p, run.OtherCPU)
 				if test == "RELEASE" {
 					break // a release run needs the locks of its acquire run: keep it
+				}
+				if attempts <= r.o.reruns {
+					r.ui.logf("ceiling %s P%d disturbed (other CPU %.2f cores), rerunning", test, p, run.OtherCPU)
 				}
 			}
 			best.Test, best.Attempts = test, attempts

@@ -143,7 +143,9 @@ func contendedTable(recs []workload.Record) Table {
 			"and checks an atomic holder count: violations = overlaps + keys whose counter differs from their " +
 			"acquisitions. reacq% = acquisitions by the key's previous holder (barging); Jain = fairness of " +
 			"per-goroutine acquisitions (1 = even); waiting >1s = goroutines still waiting more than 1 s when the " +
-			"window closed (oldest in brackets). No think time.",
+			"window closed (oldest in brackets). No think time. All contenders share one process: libraries that hand " +
+			"the lock to a local waiter in-process (ours, rueidislock's gate) are flattered relative to contention " +
+			"between processes.",
 		Headers: []string{"library", "G", "keys", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
 			"waiting >1s", "client cmds/acq", "reacq%", "Jain", "min/max per G", "gave-ups",
 			"violations (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
