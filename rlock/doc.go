@@ -1,0 +1,134 @@
+// Package rlock is Redisson's RLock for Go: a reentrant distributed lock in Redis with a watchdog, waiting without
+// polling, futures, and a context that tells the holder when the lock is gone — wire-compatible with Redisson, so
+// Go and Java processes exclude each other on the same lock names.
+//
+//	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: "127.0.0.1:6379"}})
+//	...
+//	l := c.Lock("orders:42")
+//	held, err := l.Lock(ctx)        // blocks until held (or ctx ends)
+//	if err != nil { ... }
+//	defer l.Unlock(held)
+//	doWork(held)                    // held is cancelled if the lock is lost
+//
+// Every blocking call has an Async form returning a future (package future); the blocking call is the async call
+// followed by Get. Run is the "execute in lock" helper: lock, call, always unlock.
+//
+// # Wire format
+//
+// The keyspace is Redisson's, byte for byte. A lock is a HASH named after the lock with one field,
+// "<clientUUID>:<ownerID>", whose value is the owner's hold count, and a PEXPIRE equal to the lease. Releasing the
+// last hold deletes it and publishes "0" on the channel "redisson_lock__channel:{<name>}". A Redisson client on the
+// same name sees exactly what another Redisson client would write: it is refused with the remaining TTL while Go
+// holds the lock and woken by Go's unlock message, and the other way round (integration test
+// TestRedissonLayoutInterop plays the Java side with raw commands). Each operation is one EVALSHA of a script
+// written for this package (scripts.go); a script's SHA-1 is computed locally and a NOSCRIPT reply is handled by
+// package conn.
+//
+// # Owners and the held context
+//
+// Redisson names a holder by its client UUID and thread id. Go has no usable thread ids, so the owner travels in
+// the context: an acquire whose context carries no owner takes a new owner id from the client's counter (ids from
+// 10,000,000,001 up), and returns the held context, which carries it. Acquiring again with the held context
+// re-enters the lock (hold count + 1, same held context, still one renewal); Unlock with it releases one hold.
+// WithOwner pins an owner explicitly — to pass a lock to another goroutine, or to act as the owner id a Java
+// service holds a lock as. OwnerOf reads it.
+//
+// The held context carries the acquiring context's values but not its cancellation: it is the lease, not the
+// request. It is cancelled, and context.Cause reports why, when the lock stops being held:
+//
+//   - ErrReleased: the last hold was released (Unlock, Run).
+//   - ErrLockLost: a renewal found the lock no longer held by the owner (it expired while renewals could not get
+//     through, or was force-unlocked), or an Unlock found it so.
+//   - ErrLeaseExpired: the lease ran out locally: a lease lock reached its end, or no renewal of a watchdog lock was
+//     confirmed within the lease (the server is unreachable or too slow). The lease is counted from when the
+//     confirmed command was sent, and the context is cancelled slightly before that end (two timer ticks plus 1% of
+//     the lease), so it is never trusted past the point where the server could let another owner in, whatever the
+//     network does.
+//   - ErrClosed: the Client was closed while the lock was held.
+//
+// Work done under the lock should use the held context (or select on its Done channel) so that it stops when the
+// lock goes. Deriving contexts from it starts no goroutine: it is a standard cancel context over a non-cancelable
+// parent.
+//
+// # Leases and the watchdog
+//
+// Lock (and TryLock with lease 0) uses the watchdog: the lease is Config.WatchdogTimeout (30 s by default) and it
+// is renewed every third of it while the lock is held, so a process that dies frees its locks within the watchdog
+// timeout. LockLease (and TryLock with a lease) sets a fixed lease and no renewal.
+//
+// Each held lock has exactly one timeout on the client's timing wheel (package timer), never a goroutine. A
+// renewal that falls due joins a batch; a batch goes out as one EVALSHA when it holds RenewBatchSize (100) locks or
+// when its first renewal has waited a thirtieth of the lease, and the script answers per key. Since every lock of a
+// batch is rescheduled from the same confirmation, batches stay together round after round: 10,000 locks with a
+// 3 s watchdog cost about 96 renewal calls per second of 100 locks each. A key reported gone makes that lock lost;
+// a batch that fails on the network is retried after RetryDelay and by itself declares nothing — each lock's local
+// lease end does. The renewal is registered before the acquire completes and cancelled at the start of Unlock, so
+// no renewal outlives an unlock (Redisson issue #7272) and a re-entry keeps exactly one (#6483).
+//
+// # Waiting
+//
+// A refused acquire learns the holder's remaining TTL. The waiter then joins this client's FIFO queue for the lock
+// name; the first waiter subscribes to the lock's unlock channel (one reference-counted subscription per name and
+// client, through conn) before anyone retries, so no release is missed between the refusal and the subscription
+// (Redisson #1763). Only the head of the queue talks to the server: it retries when an unlock message arrives, when
+// the subscription is (re-)established, and at the latest when the TTL of its last refusal has passed, so a lost
+// message costs at most that TTL; a key without expiry is retried every second. Nobody polls, and a waiting
+// acquire — also an async one — holds no goroutine: it is a struct driven by replies, messages and one timeout.
+// The subscription ends when the last waiter leaves.
+//
+// A new acquirer of this client queues behind waiters that came first instead of barging ahead of them (a
+// re-entrant acquire never waits). When a holder of this client releases the lock while a waiter of this client is
+// queued, the release and the grant to that waiter are one script (the hand-off): the lock passes in one round trip
+// and is never free in between, so nothing is published and nobody else could take it. Waiters of this client are
+// thus served in order, at one round trip per acquisition. To give waiters of other processes (which learn of
+// releases only from the channel) their chance, every 32nd consecutive hand-off of a lock is an ordinary release.
+//
+// A waiter whose context ends, or whose TryLock wait runs out, leaves the queue at once; if the lock was granted to
+// it in flight, it is released. Context errors are returned as they are (errors.Is(err, context.Canceled)), never
+// as ErrNotAcquired.
+//
+// # Release and retries
+//
+// A release must be safe to retry after an ambiguous failure (the connection dropped after the command was
+// written): it must never release two holds. Redisson writes a latch key per unlock for that
+// (redisson_unlock_latch:{name}:<requestId>, with the result and an expiry) and checks it first. This package makes
+// the release conditional instead: the client sends the hold count it knows the owner has, and the script only
+// decrements when it finds that count, so a retry of an attempt that already ran finds count-1 (or no lock) and
+// changes nothing. That is as safe for the owner's own holds, needs no extra key, and costs the server less than
+// even Redisson's latch-free script (HGET replaces HEXISTS; the last hold is deleted without the HINCRBY). Measured
+// with INFO commandstats on redis-server 7.0.15 (BenchmarkReleaseServerCost, 200,000 releases at pipeline depth
+// 64): about 5.8 µs of server time per conditional release against 9–13 µs for the latch scheme, which also leaves
+// one latch key (about 150 bytes) per release in memory until it expires. The hand-off script is retry-safe in the
+// same way (its grant does not count twice). Acquires are not retried after an ambiguous failure (a grant would
+// count twice); when the owner was minted for that call, the client releases whatever the lost reply may have
+// granted.
+//
+// # Safety model: what the lock does and does not guarantee
+//
+// With one Redis server that stays up, at most one owner holds a lock at any time, and the holder's held context is
+// cancelled before its lease can end on the server. The lease is what makes the lock safe against dead holders,
+// and it is also its limit: a holder that stops for longer than the lease (a long GC pause, a stopped VM, a
+// network partition) loses the lock to the next owner, and learns it only afterwards, from its held context. Work
+// that must never run twice concurrently should therefore check its held context before each externally visible
+// step, and resources that can check a monotonic token should be protected with a fenced lock (fencing tokens),
+// not with a lease alone.
+//
+// Redis replication is asynchronous. If the master fails over to a replica that had not yet received a lock, the
+// new master does not know about it and can grant it to another owner: two holders. Redisson has the same window.
+// Waiting for replica acknowledgement after an acquire (WAIT, planned with the Sentinel and Cluster support)
+// narrows it but cannot close it; independent masters with a quorum (RedLock / MultiLock) are the answer where the
+// cost is worth it. After any such event the held contexts report loss as soon as a renewal finds the lock gone.
+//
+// # Close
+//
+// Client.Close does not release held locks: it stops their renewal and cancels their held contexts with
+// ErrClosed, and each lock ends on the server when its lease runs out — as when the process dies. Unlock first to
+// free them at once. Waiters fail with ErrClosed. Close waits for the transport's goroutines to exit; the package
+// starts none of its own.
+//
+// # Concurrency
+//
+// Client and Lock are safe for concurrent use. A held context may be used from any goroutine; two goroutines that
+// share an owner share its holds, so the lock does not exclude them from each other. Observer methods and future
+// callbacks run on the transport's event loop or the timer's worker and must not block.
+package rlock
