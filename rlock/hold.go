@@ -38,9 +38,9 @@ type hold struct {
 
 	// Guarded by the shard mutex.
 	state    holdState
-	watchdog bool  // renewed by the watchdog (acquired without a lease at least once)
-	renewing bool  // a renewal of this hold is in a batch, pending or in flight
-	count    int32 // the owner's hold count, as the server last reported it (packed with the flags: 128-byte struct)
+	watchdog bool          // renewed by the watchdog (acquired without a lease at least once)
+	renewing bool          // a renewal of this hold is in a batch, pending or in flight
+	count    int32         // the owner's hold count, as the server last reported it (packed with the flags: 128-byte struct)
 	lease    time.Duration // the lease the server re-arms on a partial release (watchdog timeout or last lease)
 	deadline time.Duration // on c.now(): the lease surely ends on the server no earlier than this
 	acquired time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held

@@ -26,8 +26,8 @@ func TestResolveOwner(t *testing.T) {
 	}
 
 	for id, want := range map[string]string{
-		"7":                            c.id + ":7",
-		"other-uuid:42":                "other-uuid:42",
+		"7":                             c.id + ":7",
+		"other-uuid:42":                 "other-uuid:42",
 		"1f0e9c3a-7b2d-4e5f:9223372036": "1f0e9c3a-7b2d-4e5f:9223372036",
 	} {
 		o, err := c.resolveOwner(WithOwner(bg, id), "Lock", true)
