@@ -9,14 +9,20 @@ package timer
 // test (remaining rounds = (target tick - current tick) / wheel size, zero exactly when the deadline falls before
 // the end of the current tick) and saves eight bytes per timeout.
 type bucket struct {
-	ring Timeout // sentinel: ring.next is the oldest timeout, ring.prev the newest; never scheduled itself
+	// ring is the sentinel: ring.next is the oldest timeout, ring.prev the newest. It is never scheduled; its
+	// deadline field holds the bucket's index, so that unlink can report which bucket it emptied.
+	ring Timeout
 }
 
-// init makes b an empty ring. Must be called before first use.
-func (b *bucket) init() {
+// init makes b the empty bucket of index i. Must be called before first use.
+func (b *bucket) init(i int) {
 	b.ring.next = &b.ring
 	b.ring.prev = &b.ring
+	b.ring.deadline = int64(i)
 }
+
+// empty reports whether b holds no timeout.
+func (b *bucket) empty() bool { return b.ring.next == &b.ring }
 
 // add appends t at the tail of b.
 func (b *bucket) add(t *Timeout) {
@@ -28,15 +34,20 @@ func (b *bucket) add(t *Timeout) {
 }
 
 // unlink removes t from whatever bucket it is in; a no-op if it is in none (so that a cancelled timeout can be
-// unlinked by expiry and again by the cancel queue).
-func unlink(t *Timeout) {
+// unlinked by expiry and again by the cancel queue). It returns the index of the bucket if that is now empty, else -1.
+func unlink(t *Timeout) int64 {
 	if t.next == nil {
-		return
+		return -1
 	}
-	t.prev.next = t.next
-	t.next.prev = t.prev
+	prev := t.prev
+	prev.next = t.next
+	t.next.prev = prev
 	t.next = nil
 	t.prev = nil
+	if prev.next == prev { // only an empty ring's sentinel points to itself
+		return prev.deadline
+	}
+	return -1
 }
 
 // expire runs, in insertion order, every timeout of b whose deadline is before end (the end of the tick being

@@ -9,9 +9,9 @@ type clock interface {
 	// use (NewTimeout calls it on every goroutine).
 	now() int64
 
-	// sleep returns a channel that receives once at least d nanoseconds (d > 0) have passed. Worker only; a second
-	// call abandons the first one.
-	sleep(d int64) <-chan time.Time
+	// sleepUntil returns a channel that receives once now() has reached end (at once if it has already). Worker
+	// only; a second call abandons the first one.
+	sleepUntil(end int64) <-chan time.Time
 
 	// release frees what sleep holds. Worker only, on its way out.
 	release()
@@ -28,7 +28,8 @@ func newMonoClock() *monoClock { return &monoClock{origin: time.Now()} }
 
 func (c *monoClock) now() int64 { return int64(time.Since(c.origin)) }
 
-func (c *monoClock) sleep(d int64) <-chan time.Time {
+func (c *monoClock) sleepUntil(end int64) <-chan time.Time {
+	d := max(end-c.now(), 1)
 	if c.timer == nil {
 		c.timer = time.NewTimer(time.Duration(d))
 	} else {

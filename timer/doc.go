@@ -10,11 +10,12 @@
 //
 // # Tick duration
 //
-// The worker does not run a timeout at its exact deadline: it wakes once per tick, runs every timeout whose
-// deadline fell within the tick that just ended, and sleeps again. The tick (Config.Tick, default 10 ms) is thus
-// the timer's resolution. A shorter tick is more accurate and wakes the worker more often while something is
-// pending; an idle Timer (nothing pending) does not wake at all. The default suits lock renewals (every 10 s),
-// response timeouts (3 s) and waits bounded by a lock's TTL alike.
+// The worker does not run a timeout at its exact deadline: it works in ticks, runs every timeout whose deadline
+// fell within a tick once that tick has ended, and sleeps again. The tick (Config.Tick, default 10 ms) is thus the
+// timer's resolution. The worker sleeps through ticks whose bucket is empty (it keeps a bitmap of occupied buckets,
+// and a NewTimeout wakes it if it sleeps past the current tick), so a short tick costs CPU only while timeouts fall
+// due; an idle Timer does not wake at all. The default suits lock renewals (every 10 s), response timeouts (3 s)
+// and waits bounded by a lock's TTL alike.
 //
 // # Wheel size
 //

@@ -83,14 +83,19 @@ func (c *manualClock) now() int64 {
 	return c.t
 }
 
-func (c *manualClock) sleep(d int64) <-chan time.Time {
+func (c *manualClock) sleepUntil(end int64) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	select {
 	case <-c.fire: // abandon an earlier wake-up
 	default:
 	}
-	c.wakeAt = c.t + d
+	if end <= c.t { // the clock moved on since the worker read it: no sleep
+		c.wakeAt = -1
+		c.fire <- time.Time{}
+		return c.fire
+	}
+	c.wakeAt = end
 	select {
 	case c.sleeping <- struct{}{}:
 	default:
@@ -109,6 +114,10 @@ func (c *manualClock) advance(d time.Duration) bool {
 		return false
 	}
 	c.wakeAt = -1
+	select {
+	case <-c.sleeping: // the token of the sleep being ended: the caller waits for the next one
+	default:
+	}
 	c.fire <- time.Time{}
 	return true
 }
@@ -130,6 +139,21 @@ func (c *manualClock) step(tb testing.TB, d time.Duration) {
 	if c.advance(d) {
 		c.awaitSleep(tb)
 	}
+}
+
+// schedule calls tm.NewTimeout and, if that woke an idle worker (sleeping past the current tick), waits until it
+// sleeps again, to keep the test in lock-step with the worker. Call it only while the worker sleeps.
+func (c *manualClock) schedule(tb testing.TB, tm *Timer, task Task, d time.Duration) *Timeout {
+	tb.Helper()
+	wasIdle := tm.idle.Load()
+	to, err := tm.NewTimeout(task, d)
+	if err != nil {
+		tb.Fatalf("NewTimeout: %v", err)
+	}
+	if wasIdle {
+		c.awaitSleep(tb)
+	}
+	return to
 }
 
 // stopTimer stops tm at the end of a test, failing if Stop does not return.

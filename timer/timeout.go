@@ -86,8 +86,8 @@ func (t *Timeout) IsCancelled() bool { return t.loadState() == stateCancelled }
 
 // Cancel prevents the task from running. It is exact: true means the task has not started and never will; false
 // means the task has run, is running, or t was already cancelled. Cancel never blocks and is safe for concurrent use,
-// also from a task. The pending count drops at once; the worker unlinks the timeout from its bucket on its next tick
-// (so its memory is released within about one tick, as in Netty).
+// also from a task. The pending count drops at once; the worker unlinks the timeout from its bucket (releasing its
+// memory) at its next wake-up: within a tick while the timer is busy, at the latest when its bucket comes round.
 //
 // Cancelling a timeout that Stop returned also reports true: it never runs either way.
 func (t *Timeout) Cancel() bool {

@@ -33,8 +33,8 @@ type Timer struct {
 	clock       clock
 	workPerTick int
 
-	state  atomic.Int32 // a workerState; read-mostly
-	parked atomic.Bool  // set by the worker before it parks; cleared by whoever wakes it; read-mostly
+	state atomic.Int32 // a workerState; read-mostly
+	idle  atomic.Bool  // set by the worker before it sleeps past the current tick; cleared by whoever wakes it
 
 	// The three fields every NewTimeout or Cancel writes each get a cache line of their own, so that callers on
 	// different cores and the worker do not also invalidate each other's copies of the read-mostly fields.
@@ -46,7 +46,7 @@ type Timer struct {
 	cancels timeoutStack // cancelled timeouts still in a bucket, pushed by Cancel, taken by the worker
 	_       [56]byte
 
-	wake chan struct{} // buffered (1): a NewTimeout that finds the worker parked leaves a token, never blocking
+	wake chan struct{} // buffered (1): a NewTimeout that finds the worker idle leaves a token, never blocking
 	stop chan struct{} // closed by the Stop that moves the state to workerShutdown while the worker runs
 	done chan struct{} // closed when the worker has exited, or by Stop if the worker never started
 
@@ -55,6 +55,7 @@ type Timer struct {
 
 	// Owned by the worker.
 	wheel         []bucket
+	occupied      []uint64 // bit i: bucket i may hold timeouts (cleared when seen empty); to skip empty ticks
 	addBacklog    *Timeout // additions taken from adds but not yet placed (over the per-tick cap), oldest first
 	cancelBacklog *Timeout // cancellations taken from cancels but not yet unlinked (over the per-tick cap)
 	lagging       bool     // a TickLag report was made and the worker has not caught up since
@@ -110,9 +111,10 @@ func (t *Timer) NewTimeout(task Task, delay time.Duration) (*Timeout, error) {
 	}
 	to := &Timeout{task: task, timer: t, deadline: deadline}
 	t.adds.push(to)
-	// The worker stores parked before its last look at pending and the queue, and this load follows our push and
-	// pending increment, so either the worker sees the new timeout or we see it parked: no wake-up is lost.
-	if t.parked.Load() && t.parked.CompareAndSwap(true, false) {
+	// An idle worker sleeps past the current tick (until its next occupied bucket, or until woken) and must place
+	// this timeout first. It stores idle before its last look at the queue, and this load follows our push, so
+	// either it sees the new timeout or we see it idle: no wake-up is lost. Only the first NewTimeout wakes it.
+	if t.idle.Load() && t.idle.CompareAndSwap(true, false) {
 		select {
 		case t.wake <- struct{}{}:
 		default: // a token is already waiting

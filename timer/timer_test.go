@@ -4,7 +4,6 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +33,7 @@ type probe struct {
 	deadline int64 // created + max(delay, 0)
 	runs     atomic.Int32
 	ranAt    atomic.Int64
+	ran      chan struct{} // closed on the first run, if not nil
 }
 
 func newProbe(c *manualClock, delay time.Duration) *probe {
@@ -42,7 +42,9 @@ func newProbe(c *manualClock, delay time.Duration) *probe {
 
 func (p *probe) Run(*Timeout) {
 	p.ranAt.Store(p.c.now())
-	p.runs.Add(1)
+	if p.runs.Add(1) == 1 && p.ran != nil {
+		close(p.ran)
+	}
 }
 
 func TestTimeoutNeverRunsBeforeItsDelay(t *testing.T) {
@@ -71,9 +73,7 @@ func TestTimeoutNeverRunsBeforeItsDelay(t *testing.T) {
 		for range 4 {
 			d := pick()
 			p := newProbe(c, d)
-			if _, err := tm.NewTimeout(p, d); err != nil {
-				t.Fatal(err)
-			}
+			c.schedule(t, tm, p, d)
 			probes = append(probes, p)
 		}
 		c.step(t, 1+time.Duration(rng.Int64N(int64(maxStep))))
@@ -104,9 +104,7 @@ func TestLatenessIsAtMostOneTick(t *testing.T) {
 		for range 3 {
 			d := time.Duration(rng.Int64N(int64(40 * testTick)))
 			p := newProbe(c, d)
-			if _, err := tm.NewTimeout(p, d); err != nil {
-				t.Fatal(err)
-			}
+			c.schedule(t, tm, p, d)
 			probes = append(probes, p)
 		}
 		c.step(t, testTick)
@@ -128,9 +126,7 @@ func TestZeroAndNegativeDelaysRunAtTheEndOfTheCurrentTick(t *testing.T) {
 	c.step(t, 4*time.Millisecond) // into the middle of tick 0; wakes nobody
 	zero, neg := newProbe(c, 0), newProbe(c, -time.Hour)
 	for _, p := range []*probe{zero, neg} {
-		if _, err := tm.NewTimeout(p, time.Duration(p.deadline-c.now())); err != nil {
-			t.Fatal(err)
-		}
+		c.schedule(t, tm, p, time.Duration(p.deadline-c.now()))
 	}
 	c.step(t, 5*time.Millisecond) // 9 ms: tick 0 has not ended
 	if zero.runs.Load()+neg.runs.Load() != 0 {
@@ -174,17 +170,13 @@ func TestCatchUpAfterAStallVisitsEachBucketOnceAndNeverRunsEarly(t *testing.T) {
 	for range 400 {
 		d := time.Duration(rng.Int64N(int64(10 * rotation)))
 		p := newProbe(c, d)
-		if _, err := tm.NewTimeout(p, d); err != nil {
-			t.Fatal(err)
-		}
+		c.schedule(t, tm, p, d)
 		due = append(due, p)
 	}
 	for range 50 {
 		d := 100*rotation + time.Duration(rng.Int64N(int64(10*rotation))) // past the stall's end
 		p := newProbe(c, d)
-		if _, err := tm.NewTimeout(p, d); err != nil {
-			t.Fatal(err)
-		}
+		c.schedule(t, tm, p, d)
 		later = append(later, p)
 	}
 	before := tm.ticks.Load()
@@ -222,67 +214,13 @@ func TestSlowTaskIsReportedToTheObserver(t *testing.T) {
 	obs := &lagObserver{}
 	tm, c := newManualTimer(t, Config{Tick: testTick, SlowTask: 20 * time.Millisecond, Observer: obs})
 	defer stopTimer(t, tm)
-	quick, err := tm.NewTimeout(TaskFunc(func(*Timeout) { c.advance(time.Millisecond) }), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slow, err := tm.NewTimeout(TaskFunc(func(*Timeout) { c.advance(25 * time.Millisecond) }), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	quick := c.schedule(t, tm, TaskFunc(func(*Timeout) { c.advance(time.Millisecond) }), 0)
+	slow := c.schedule(t, tm, TaskFunc(func(*Timeout) { c.advance(25 * time.Millisecond) }), 0)
 	c.step(t, testTick)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	if len(obs.slow) != 1 || obs.who[0] != slow || obs.slow[0] != 25*time.Millisecond {
 		t.Fatalf("SlowTask reports %v for %v; want one, of 25ms, for the slow task (quick task %p)", obs.slow, obs.who, quick)
-	}
-}
-
-func TestIdleTimerParksAndWakesOnNewTimeout(t *testing.T) {
-	c := newManualClock()
-	tm := New(Config{Tick: testTick, clock: c})
-	defer stopTimer(t, tm)
-	first := newProbe(c, testTick)
-	if _, err := tm.NewTimeout(first, testTick); err != nil {
-		t.Fatal(err)
-	}
-	c.awaitSleep(t)
-	c.advance(2 * testTick) // runs first; then nothing is pending and the worker parks instead of sleeping
-	awaitParked(t, tm)
-	if first.runs.Load() != 1 {
-		t.Fatalf("first ran %d times", first.runs.Load())
-	}
-	ticks := tm.ticks.Load()
-	if c.advance(1000 * testTick) {
-		t.Fatal("a parked worker was sleeping on the clock")
-	}
-	second := newProbe(c, 2*testTick)
-	if _, err := tm.NewTimeout(second, 2*testTick); err != nil {
-		t.Fatal(err)
-	}
-	c.awaitSleep(t) // woken by NewTimeout, back on the clock
-	c.step(t, testTick)
-	c.step(t, testTick)
-	c.advance(testTick) // runs second, after which the worker parks again
-	awaitParked(t, tm)
-	if second.runs.Load() != 1 || second.ranAt.Load() < second.deadline {
-		t.Fatalf("second: runs %d, ran at %d, deadline %d", second.runs.Load(), second.ranAt.Load(), second.deadline)
-	}
-	if n := tm.ticks.Load() - ticks; n > 4 {
-		t.Fatalf("after parking the worker processed %d ticks; it should not replay the %d idle ones", n, 1000)
-	}
-}
-
-// awaitParked waits until the worker has parked. No event marks parking, so this polls, with a bound.
-func awaitParked(tb testing.TB, tm *Timer) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !tm.parked.Load() {
-		if time.Now().After(deadline) {
-			dumpGoroutines(tb)
-			tb.Fatal("stall: the worker did not park with nothing pending")
-		}
-		runtime.Gosched()
 	}
 }
 
@@ -301,14 +239,10 @@ func TestAFloodOfAdditionsCannotStarveExpiry(t *testing.T) {
 	tm, c := newManualTimer(t, Config{Tick: testTick, workPerTick: 10})
 	defer stopTimer(t, tm)
 	due := newProbe(c, 3*testTick)
-	if _, err := tm.NewTimeout(due, 3*testTick); err != nil {
-		t.Fatal(err)
-	}
+	c.schedule(t, tm, due, 3*testTick)
 	c.step(t, testTick) // due is in its bucket
 	for range 1000 {
-		if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		c.schedule(t, tm, TaskFunc(func(*Timeout) {}), time.Hour)
 	}
 	for range 3 {
 		c.step(t, testTick)
@@ -332,9 +266,7 @@ func TestSameTickRunsInSubmissionOrder(t *testing.T) {
 	defer stopTimer(t, tm)
 	var order []int // appended on the worker, read after it sleeps
 	for i := range 100 {
-		if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) { order = append(order, i) }), testTick); err != nil {
-			t.Fatal(err)
-		}
+		c.schedule(t, tm, TaskFunc(func(*Timeout) { order = append(order, i) }), testTick)
 	}
 	c.step(t, 2*testTick)
 	if len(order) != 100 {
@@ -351,14 +283,8 @@ func TestCancelIsExact(t *testing.T) {
 	tm, c := newManualTimer(t, Config{Tick: testTick})
 	defer stopTimer(t, tm)
 	a, b := newProbe(c, testTick), newProbe(c, testTick)
-	ta, err := tm.NewTimeout(a, testTick)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, err := tm.NewTimeout(b, testTick)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ta := c.schedule(t, tm, a, testTick)
+	tb := c.schedule(t, tm, b, testTick)
 	if got := tm.Pending(); got != 3 {
 		t.Fatalf("Pending = %d, want 3 (two and the sentinel)", got)
 	}
@@ -387,13 +313,10 @@ func TestCancelIsExact(t *testing.T) {
 	}
 }
 
-func TestCancelOfAScheduledTimeoutUnlinksItOnTheNextTick(t *testing.T) {
-	tm, c := newManualTimer(t, Config{Tick: testTick})
+func TestCancelOfAScheduledTimeoutIsUnlinkedAtTheNextWakeUp(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 64})
 	defer stopTimer(t, tm)
-	to, err := tm.NewTimeout(TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
+	to := c.schedule(t, tm, TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), time.Hour)
 	c.step(t, testTick)
 	if to.next == nil {
 		t.Fatal("the timeout is not in a bucket after a tick")
@@ -401,9 +324,11 @@ func TestCancelOfAScheduledTimeoutUnlinksItOnTheNextTick(t *testing.T) {
 	if !to.Cancel() {
 		t.Fatal("Cancel = false")
 	}
-	c.step(t, testTick)
+	// Cancel does not wake an idle worker; the worker unlinks the timeout when it next wakes, at the latest when the
+	// first occupied bucket comes round, within one rotation.
+	c.step(t, 64*testTick)
 	if to.next != nil || bucketed(tm) != 1 {
-		t.Fatalf("after the next tick the cancelled timeout is still linked (%d in buckets)", bucketed(tm))
+		t.Fatalf("a rotation later the cancelled timeout is still linked (%d in buckets)", bucketed(tm))
 	}
 }
 
@@ -444,10 +369,7 @@ func TestNilTaskIsAnError(t *testing.T) {
 
 func TestHugeDelayNeverFallsDue(t *testing.T) {
 	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 4})
-	to, err := tm.NewTimeout(TaskFunc(func(*Timeout) { t.Error("ran") }), math.MaxInt64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	to := c.schedule(t, tm, TaskFunc(func(*Timeout) { t.Error("ran") }), math.MaxInt64)
 	if to.deadline != math.MaxInt64 {
 		t.Fatalf("deadline %d, want saturation at MaxInt64", to.deadline)
 	}

@@ -1,59 +1,115 @@
 package timer
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
-// run is the worker: the one goroutine that owns the wheel and runs every task. Each tick it waits for the tick to
-// end, unlinks cancelled timeouts, places queued additions into buckets (both capped per tick), and expires the
-// tick's bucket. With nothing pending it parks until the next NewTimeout. It exits when Stop closes t.stop, after
-// collecting the timeouts that will never run.
+// run is the worker: the one goroutine that owns the wheel and runs every task. Each tick it processes, it unlinks
+// cancelled timeouts, places queued additions into buckets (both capped per tick), and expires the tick's bucket.
+// Between ticks it sleeps until the end of the next tick whose bucket holds something — so an idle or sparse Timer
+// costs no CPU however short its tick — unless additions are queued, which are placed at the end of the current
+// tick; a NewTimeout wakes it if it sleeps past that. It exits when Stop closes t.stop, after collecting the
+// timeouts that will never run.
 func (t *Timer) run() {
 	defer close(t.done)
 	t.workerGID.Store(goroutineID())
 	t.wheel = make([]bucket, t.mask+1)
 	for i := range t.wheel {
-		t.wheel[i].init()
+		t.wheel[i].init(i)
 	}
+	t.occupied = make([]uint64, (len(t.wheel)+63)/64)
 
 	// Ticks are numbered from the clock's origin: tick n spans [n*tick, (n+1)*tick). The worker processes tick n once
 	// the clock has passed its end, so every deadline inside it has passed: nothing runs early.
 	tick := t.clock.now() / t.tick
 	for workerState(t.state.Load()) != workerShutdown {
-		now, ok := t.waitForTickEnd(tick)
+		next, idle := t.plan(tick)
+		now, ok, woken := t.waitForTickEnd(next, idle)
 		if !ok {
 			break
 		}
-		tick = t.catchUp(tick, now)
+		if woken {
+			// A NewTimeout woke us before next: the ticks before the current one had empty buckets (next was the
+			// first occupied one), so they need no processing. Place the new timeout at the end of this tick.
+			tick = max(tick, now/t.tick)
+			continue
+		}
+		tick = t.catchUp(next, now)
 		t.processCancels(t.workPerTick)
 		t.transfer(tick)
-		t.wheel[tick&t.mask].expire(t, (tick+1)*t.tick)
+		b := &t.wheel[tick&t.mask]
+		b.expire(t, (tick+1)*t.tick)
+		if b.empty() {
+			t.markEmpty(tick & t.mask)
+		}
 		t.ticks.Add(1)
 		tick++
-		if t.pending.Load() == 0 {
-			if !t.park() {
-				break
-			}
-			// Nothing was pending while parked, so the ticks slept through had nothing to expire.
-			tick = max(tick, t.clock.now()/t.tick)
-		}
 	}
 
 	t.unrun = t.collectUnrun()
 	t.clock.release()
 }
 
-// waitForTickEnd waits until the clock has passed the end of tick and returns the time it read then; ok is false
-// if Stop came first.
-func (t *Timer) waitForTickEnd(tick int64) (now int64, ok bool) {
+// plan returns the next tick to process, starting from tick, and whether the worker may sleep past the end of
+// tick (idle: a NewTimeout must then wake it). next is tick itself while additions or cancellations are queued or
+// tick's bucket is occupied; otherwise the first occupied tick after it, or -1 if no bucket holds anything (the
+// worker then sleeps until woken).
+func (t *Timer) plan(tick int64) (next int64, idle bool) {
+	if t.addBacklog != nil {
+		return tick, false
+	}
+	// Unlink what was cancelled first: it frees the memory now, and buckets left empty need no wake-up.
+	t.processCancels(t.workPerTick)
+	if t.cancelBacklog != nil || !t.cancels.empty() {
+		return tick, false
+	}
+	t.idle.Store(true)
+	// Checked after idle is set, so that a NewTimeout racing with us either is seen here or sees idle.
+	if !t.adds.empty() {
+		t.idle.Store(false)
+		return tick, false
+	}
+	next = t.nextOccupied(tick)
+	if next == tick {
+		t.idle.Store(false)
+		return tick, false
+	}
+	return next, true
+}
+
+// waitForTickEnd waits until the clock has passed the end of tick (forever if tick is -1) and returns the time it
+// read then. ok is false if Stop came first; woken is true if an idle wait was cut short by a NewTimeout.
+func (t *Timer) waitForTickEnd(tick int64, idle bool) (now int64, ok, woken bool) {
+	if idle {
+		// However the wait ends, we are no longer idle; a NewTimeout that saw us idle meanwhile left a token, which
+		// at worst cuts a later idle wait short for nothing.
+		defer t.idle.Store(false)
+	}
+	if tick < 0 {
+		select {
+		case <-t.wake:
+			return t.clock.now(), true, true
+		case <-t.stop:
+			return 0, false, false
+		}
+	}
 	end := (tick + 1) * t.tick
 	for {
 		now = t.clock.now()
 		if now >= end {
-			return now, true
+			return now, true, false
+		}
+		var wake chan struct{} // nil (never ready) unless idle
+		if idle {
+			wake = t.wake
 		}
 		select {
-		case <-t.clock.sleep(end - now):
+		case <-t.clock.sleepUntil(end):
+		case <-wake:
+			return t.clock.now(), true, true
 		case <-t.stop:
-			return now, false
+			return now, false, false
 		}
 	}
 }
@@ -99,8 +155,9 @@ func (t *Timer) transfer(tick int64) {
 		if !to.casState(stateInit, stateScheduled) {
 			continue // cancelled while queued: drop it
 		}
-		target := max(to.deadline/t.tick, tick)
-		t.wheel[target&t.mask].add(to)
+		i := max(to.deadline/t.tick, tick) & t.mask
+		t.wheel[i].add(to)
+		t.occupied[i>>6] |= 1 << (i & 63)
 	}
 }
 
@@ -116,30 +173,33 @@ func (t *Timer) processCancels(limit int) {
 		to := t.cancelBacklog
 		t.cancelBacklog = to.link
 		to.link = nil // cancelled is final: nobody else writes link again
-		unlink(to)
+		if i := unlink(to); i >= 0 {
+			t.markEmpty(i)
+		}
 	}
 }
 
-// park blocks the worker while nothing is pending, so that an idle Timer costs no CPU however short its tick. It
-// returns false if Stop came first. A NewTimeout that finds parked set wakes it.
-func (t *Timer) park() bool {
-	t.parked.Store(true)
-	// Checked after parked is set, so that a NewTimeout racing with us either is seen here or sees parked.
-	if t.pending.Load() != 0 || !t.adds.empty() || t.addBacklog != nil {
-		t.parked.Store(false)
-		return true
+// markEmpty records that bucket i holds nothing, so that idle waits skip its tick.
+func (t *Timer) markEmpty(i int64) { t.occupied[i>>6] &^= 1 << (i & 63) }
+
+// nextOccupied returns the first tick at or after from whose bucket is marked occupied, or -1 if none is. It scans
+// the bitmap a word at a time: at most WheelSize/64 words.
+func (t *Timer) nextOccupied(from int64) int64 {
+	size := t.mask + 1
+	start := from & t.mask
+	for off := int64(0); off < size; {
+		i := (start + off) & t.mask
+		span := min(64-(i&63), size-i) // bits from i to the end of its word or of the wheel
+		word := t.occupied[i>>6] >> (i & 63)
+		if span < 64 {
+			word &= 1<<span - 1
+		}
+		if word != 0 {
+			return from + off + int64(bits.TrailingZeros64(word))
+		}
+		off += span
 	}
-	// Release the memory of everything cancelled before sleeping: nothing else will visit the buckets.
-	for t.cancelBacklog != nil || !t.cancels.empty() {
-		t.processCancels(t.workPerTick)
-	}
-	select {
-	case <-t.wake:
-		t.parked.Store(false)
-		return true
-	case <-t.stop:
-		return false
-	}
+	return -1
 }
 
 // runTask runs one expired task, timing it if someone is listening.
