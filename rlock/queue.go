@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/timer"
 )
 
 // queue is the local FIFO of this client's waiters for one lock name, with the name's pub/sub subscription.
@@ -127,7 +128,9 @@ func (q *queue) takeForHandoffLocked() *waiter {
 }
 
 // subscribe subscribes q to its unlock channel. Until the subscription is confirmed the head does not retry (it
-// would miss a release published in between: Redisson #1763); once it is, the head retries at once.
+// would miss a release published in between: Redisson #1763); once it is, the head retries at once. If the
+// subscription fails (the pub/sub connection is down), the head retries at its TTL bounds meanwhile, and the
+// subscription is tried again after RetryDelay for as long as the queue has waiters.
 func (c *Client) subscribe(q *queue) {
 	c.conn.Subscribe(q.keys[1], q.onMessage).OnComplete(func(s *conn.Subscription, err error) {
 		q.sh.mu.Lock()
@@ -142,14 +145,22 @@ func (c *Client) subscribe(q *queue) {
 		q.subscribed = true
 		w := q.wakeHeadLocked()
 		q.sh.mu.Unlock()
-		if err != nil {
-			// Waiters still make progress, bounded by the TTLs their attempts return.
-			c.log.Warn("rlock: cannot subscribe to the unlock channel; waiters poll at the lock's TTL",
-				"channel", q.keys[1], "err", err)
-		}
 		if w != nil {
 			w.sendAttempt()
 		}
+		if err == nil || c.closed.Load() {
+			return
+		}
+		c.log.Warn("rlock: cannot subscribe to the unlock channel; waiters retry at the lock's TTL until it works",
+			"channel", q.keys[1], "err", err)
+		c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) {
+			q.sh.mu.Lock()
+			retry := !q.dead && q.sub == nil
+			q.sh.mu.Unlock()
+			if retry {
+				c.subscribe(q)
+			}
+		}), c.cfg.RetryDelay)
 	})
 }
 

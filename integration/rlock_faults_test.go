@@ -1,0 +1,77 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// The lock core under transport faults: a waiter keeps its place when the pub/sub connection drops, and a holder
+// learns that a restarted (empty) server lost its lock.
+
+func TestWaiterSurvivesPubSubReconnect(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 20*time.Second)
+	java := javaClient{t, srv}
+	channel := "redisson_lock__channel:{shared}"
+	numsub := func() int64 {
+		r, err := srv.Do(ctx, "PUBSUB", "NUMSUB", channel)
+		if err != nil || len(r.Array) != 2 {
+			return -1
+		}
+		return r.Array[1].Int
+	}
+
+	if ok, _ := java.lock("shared", 30*time.Second); !ok {
+		t.Fatal("java could not lock")
+	}
+	f := c.Lock("shared").LockAsync(ctx)
+	eventually(t, 2*time.Second, "the waiter to subscribe", func() bool { return numsub() == 1 })
+	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the subscription to come back", func() bool { return numsub() == 1 })
+	if f.IsDone() {
+		t.Fatal("acquired while java holds")
+	}
+	released := time.Now()
+	java.unlock("shared")
+	held, err := f.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(released); d > time.Second {
+		t.Fatalf("woken %v after the unlock: the resubscribed channel did not deliver it", d)
+	}
+	mustUnlock(t, c.Lock("shared"), held)
+}
+
+func TestHolderLearnsThatARestartedServerLostTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 600*time.Millisecond)
+	ctx := ctxT(t, 20*time.Second)
+	held := mustLock(t, c.Lock("lock"), ctx)
+
+	if err := srv.Restart(); err != nil { // no persistence: the lock is gone
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-ctx.Done():
+		t.Fatal("the held context was not cancelled after the server lost the lock")
+	}
+	if cause := context.Cause(held); !errors.Is(cause, rlock.ErrLockLost) && !errors.Is(cause, rlock.ErrLeaseExpired) {
+		t.Fatalf("cause = %v, want ErrLockLost or ErrLeaseExpired", cause)
+	}
+	if st := c.Stats(); st.Held != 0 {
+		t.Fatalf("the lost lock is still recorded: %+v", st)
+	}
+	// The client works on: the lock can be taken again.
+	held2 := mustLock(t, c.Lock("lock"), ctx)
+	mustUnlock(t, c.Lock("lock"), held2)
+}
