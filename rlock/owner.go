@@ -70,7 +70,11 @@ func (c *Client) resolveOwner(ctx context.Context, op string, mint bool) (owner,
 	if !mint {
 		return owner{}, nil
 	}
-	return owner{id: c.id + ":" + strconv.FormatUint(mintedOwnerBase+c.nextOwner.Add(1), 10), fresh: true}, nil
+	var buf [64]byte // one allocation for the id: the string conversion
+	b := append(buf[:0], c.id...)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, mintedOwnerBase+c.nextOwner.Add(1), 10)
+	return owner{id: string(b), fresh: true}, nil
 }
 
 // mintedOwnerBase keeps the owner ids a client makes apart from the small ids callers pick for WithOwner ("1",
