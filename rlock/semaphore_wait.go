@@ -338,8 +338,8 @@ type famWaiter[T any] struct {
 	famWait
 	p       future.Promise[T]
 	try     func(w *famWait) *future.Future[famTry[T]] // sends one attempt
-	undo    func(T)                          // gives back a grant nobody will see; may be nil
-	gone    func()                           // tells the server the call gave up (the fair lock's queue); may be nil
+	undo    func(T)                                    // gives back a grant nobody will see; may be nil
+	gone    func()                                     // tells the server the call gave up (the fair lock's queue); may be nil
 	stopCtx func() bool
 }
 
