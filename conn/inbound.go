@@ -67,6 +67,7 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 	if pc.ps == nil {
 		pc.handleNoScriptLocked(popped, vals[:replies])
 	}
+	pc.lastTurn = replies
 	if pc.state == stateOpen {
 		pc.flushPending = true
 	}

@@ -66,6 +66,7 @@ type pconn struct {
 	log          scriptLog        // encoded EVALSHA commands awaiting replies, for resends after NOSCRIPT
 	loading      map[*Script]bool // scripts with a SCRIPT LOAD in flight on this connection
 	unsent       int              // entries at the tail of q whose bytes are still in out
+	lastTurn     int              // replies the last reader turn completed: a hint of how many callers use it
 	flushPending bool             // a flusher has been asked to write out (kick) or is about to (end of a reader turn)
 	cause        error            // why the connection is being closed, set before closing it ourselves
 	closeErr     error            // the error later commands fail with, once closed
@@ -188,9 +189,12 @@ func (pc *pconn) flushLocked() {
 	if awaiting > 0 && pc.cfg.FlushPolicy == FlushOnReply {
 		return
 	}
-	if awaiting == 0 {
+	if awaiting == 0 && pc.lastTurn <= 1 {
 		// Idle: nothing is being written (every taken byte has its entries in q, so awaiting would be > 0), so
-		// this goroutine may write on the socket itself.
+		// this goroutine may write on the socket itself. Only when the last reader turn completed at most one
+		// command, though: after a turn that woke many callers, more commands are about to follow this one, and
+		// one doorbell flush carries them all (writing this one alone cost a syscall per batch: 7 vs 10 commands
+		// per write at G=64).
 		if n, ok := pc.tr.writeDirect(pc.out); ok {
 			pc.unsent = 0
 			if n == len(pc.out) {
