@@ -1,0 +1,215 @@
+package rlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// DefaultFairWaiterTimeout is how long a fair-lock waiter without a wait bound (Lock, LockLease) stays in the
+// queue without showing life before others may skip it: Redisson's threadWaitTime default, 5 minutes. A living
+// waiter refreshes it at least every third of it.
+const DefaultFairWaiterTimeout = 5 * time.Minute
+
+// FairLock is Redisson's fair RLock: a reentrant lock (the plain lock's HASH, so it excludes plain Lock handles on
+// the same name) that is granted in the order of the requests. Waiters queue on the server (LIST
+// redisson_lock_queue:{name}, deadlines in ZSET redisson_lock_timeout:{name}); the lock is taken only by the head
+// of the queue (or by anyone when nobody waits), and a release wakes the head alone, on its own channel
+// (redisson_lock__channel:{name}:<owner>), not every waiter.
+//
+// A waiter's deadline is on the server's clock (redis TIME), so client clock skew cannot reorder or starve
+// waiters (Redisson uses each client's clock). A TryLock's deadline is the end of its wait; a Lock's is a liveness
+// window (WaiterTimeout, default 5 min) refreshed by its retries. A waiter whose deadline passed is removed when it
+// reaches the head of the queue, so a waiter whose process died delays the others by no more than its wait (or
+// the liveness window); a waiter that gives up removes itself at once. A TryLock without wait never queues.
+//
+// Redisson clients can share the lock; sharing the queue works too, with one difference: Redisson shifts every
+// queued deadline down by its thread wait time when a waiter acquires, which can make the deadlines of this
+// package's waiters pass early; such a waiter then re-queues at the tail at its next attempt (it loses its place,
+// never the mutual exclusion).
+//
+// Obtain it with Client.FairLock; it is cheap, sends nothing until used, and is safe for concurrent use. Held
+// contexts, ownership, the watchdog and Unlock behave as for Lock.
+type FairLock struct {
+	f             *family
+	name          string
+	keys          []string // {name, queue, deadlines, channel prefix}
+	waiterTimeout time.Duration
+}
+
+// FairLock returns a handle on the fair lock called name. It does no I/O; an empty name is reported by the
+// handle's methods as an *ArgumentError.
+func (c *Client) FairLock(name string) *FairLock {
+	return &FairLock{f: c.fam(), name: name, waiterTimeout: DefaultFairWaiterTimeout, keys: []string{name,
+		famPrefixName("redisson_lock_queue", name), famPrefixName("redisson_lock_timeout", name),
+		famPrefixName("redisson_lock__channel", name)}}
+}
+
+// WithWaiterTimeout returns a copy of the handle whose unbounded waiters use d as their liveness window (see
+// FairLock). A d below 100 ms is raised to 100 ms. It does no I/O.
+func (l *FairLock) WithWaiterTimeout(d time.Duration) *FairLock {
+	cp := *l
+	cp.waiterTimeout = max(d, 100*time.Millisecond)
+	return &cp
+}
+
+// Name returns the lock's name (its Redis key).
+func (l *FairLock) Name() string { return l.name }
+
+func (l *FairLock) releaseCmd(owner string, expect int64, lease string) conn.Cmd {
+	return conn.Cmd{Script: fairReleaseScript, Keys: l.keys, Args: []string{owner, famCount(expect), lease, unlockMessage}}
+}
+
+// deadlineArg is a waiter's deadline, from now, for the acquire script: the rest of its wait, at most the
+// liveness window; "0" for a try without waiting (never queued).
+func (l *FairLock) deadlineArg(w *famWait) string {
+	if w.noWait {
+		return "0"
+	}
+	d := l.waiterTimeout
+	if w.deadline != 0 {
+		d = min(d, max(w.deadline-l.f.c.now(), time.Millisecond))
+	}
+	return famMillis(d)
+}
+
+func (l *FairLock) spec(op string, wait, lease time.Duration) famLockSpec {
+	refresh := l.waiterTimeout / 3
+	return famLockSpec{op: op, name: l.name, kind: famKindLock, policy: wakeEvery, wait: wait, lease: lease,
+		release: l.releaseCmd,
+		channelFor: func(owner string) string { return l.keys[3] + ":" + owner },
+		attempt: func(owner, lease string, w *famWait) conn.Cmd {
+			return conn.Cmd{Script: fairAcquireScript, Keys: l.keys, Args: []string{lease, owner, l.deadlineArg(w), unlockMessage}}
+		},
+		decode: func(v resp.Value) (bool, int64, int64, time.Duration, error) {
+			ok, n, tok, retry, err := famDecodeCount(v)
+			// A queued waiter retries at least every third of its liveness window, which keeps it queued.
+			return ok, n, tok, min(retry, refresh), err
+		},
+		gone: l.leave,
+	}
+}
+
+// leave takes a waiter that gave up out of the server's queue.
+func (l *FairLock) leave(owner string) {
+	l.f.call(background, fairLeaveScript, l.keys, owner, unlockMessage).OnComplete(func(_ resp.Value, err error) {
+		if err != nil && !l.f.isClosed() {
+			l.f.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
+				"lock", l.name, "owner", owner, "err", err)
+		}
+	})
+}
+
+func (l *FairLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
+	w, fut := l.f.acquireLock(ctx, l.spec(op, wait, lease), false)
+	r, err := famLockSync(ctx, w, fut)
+	return r.held, err
+}
+
+func (l *FairLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
+	_, fut := l.f.acquireLock(ctx, l.spec(op, wait, lease), true)
+	return famHeldFuture(fut)
+}
+
+// Lock acquires the lock with the watchdog, in turn: it blocks until the lock is held or ctx ends (then ctx's
+// error; the waiter leaves the queue and a grant that raced with it is released). With a held context of the same
+// owner it re-enters without queueing. Safe for concurrent use.
+func (l *FairLock) Lock(ctx context.Context) (context.Context, error) {
+	return l.sync(ctx, "FairLock.Lock", -1, 0)
+}
+
+// LockAsync is the asynchronous form of Lock. It starts no goroutine.
+func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
+	return l.async(ctx, "FairLock.LockAsync", -1, 0)
+}
+
+// LockLease acquires the lock in turn for a fixed lease (at least 1 ms, no watchdog). It blocks like Lock.
+func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
+	if lease == 0 {
+		return nil, &ArgumentError{Op: "FairLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+	}
+	return l.sync(ctx, "FairLock.LockLease", -1, lease)
+}
+
+// LockLeaseAsync is the asynchronous form of LockLease.
+func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
+	if lease == 0 {
+		return future.Completed[context.Context](nil, &ArgumentError{Op: "FairLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+	}
+	return l.async(ctx, "FairLock.LockLeaseAsync", -1, lease)
+}
+
+// TryLock acquires the lock in turn if it can within wait, with lease (0: the watchdog). With wait 0 it makes one
+// attempt and never queues: it succeeds only when the lock is free and nobody waits. It returns ErrNotAcquired when
+// the wait ran out (the waiter has left the queue), ctx's error when ctx ended first.
+func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	if err := famWaitArg("FairLock.TryLock", wait); err != nil {
+		return nil, err
+	}
+	return l.sync(ctx, "FairLock.TryLock", wait, lease)
+}
+
+// TryLockAsync is the asynchronous form of TryLock.
+func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
+	if err := famWaitArg("FairLock.TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
+	}
+	return l.async(ctx, "FairLock.TryLockAsync", wait, lease)
+}
+
+// Unlock releases one hold of the owner held carries; the last one deletes the lock and wakes the head waiter. It
+// waits for the server's answer (bounded by the transport's response timeout and retries) and returns ErrNotHeld
+// when the owner does not hold the lock. Safe for concurrent use.
+func (l *FairLock) Unlock(held context.Context) error {
+	_, err := l.UnlockAsync(held).Get(background)
+	return err
+}
+
+// UnlockAsync is the asynchronous form of Unlock; the renewal stops before it returns.
+func (l *FairLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
+	return l.f.unlockFor(held, "FairLock.Unlock", l.name, famKindLock, l.releaseCmd)
+}
+
+// ForceUnlock deletes the lock whoever holds it and wakes the head waiter; it reports whether there was a lock.
+// This client's holds end with cause ErrLockLost. It blocks until the server answers or ctx ends.
+func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := famCheck(l.f.c, "FairLock.ForceUnlock", l.name); err != nil {
+		return false, err
+	}
+	l.f.dropAll(l.name, famKindLock)
+	n, err := famInt(l.f.call(ctx, fairForceUnlockScript, l.keys, unlockMessage).Get(ctx))
+	return n == 1, err
+}
+
+// IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
+func (l *FairLock) IsLocked(ctx context.Context) (bool, error) {
+	if err := famCheck(l.f.c, "FairLock.IsLocked", l.name); err != nil {
+		return false, err
+	}
+	return l.f.queryBool(ctx, "EXISTS", l.name).Get(ctx)
+}
+
+// IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
+// timeout, not by held's cancellation.
+func (l *FairLock) IsHeldBy(held context.Context) (bool, error) {
+	n, err := l.f.queryHeld(held, "FairLock.IsHeldBy", l.name, nil, false).Get(background)
+	return n == 1, err
+}
+
+// HoldCount returns how many holds the owner held carries has on the lock (0 when none). Bounded like IsHeldBy.
+func (l *FairLock) HoldCount(held context.Context) (int, error) {
+	return l.f.queryHeld(held, "FairLock.HoldCount", l.name, nil, true).Get(background)
+}
+
+// QueueLength returns how many waiters are queued on the server (any client). It blocks until the server answers
+// or ctx ends.
+func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
+	if err := famCheck(l.f.c, "FairLock.QueueLength", l.name); err != nil {
+		return 0, err
+	}
+	n, err := famInt(l.f.call(ctx, nil, nil, "LLEN", l.keys[1]).Get(ctx))
+	return int(n), err
+}
