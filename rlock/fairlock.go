@@ -79,7 +79,7 @@ func (l *FairLock) deadlineArg(w *famWait) string {
 func (l *FairLock) spec(op string, wait, lease time.Duration) famLockSpec {
 	refresh := l.waiterTimeout / 3
 	return famLockSpec{op: op, name: l.name, kind: famKindLock, policy: wakeEvery, wait: wait, lease: lease,
-		release: l.releaseCmd,
+		release:    l.releaseCmd,
 		channelFor: func(owner string) string { return l.keys[3] + ":" + owner },
 		attempt: func(owner, lease string, w *famWait) conn.Cmd {
 			return conn.Cmd{Script: fairAcquireScript, Keys: l.keys, Args: []string{lease, owner, l.deadlineArg(w), unlockMessage}}

@@ -60,7 +60,9 @@ func (rw *ReadWriteLock) ReadLock() *ReadLock { return &ReadLock{rw} }
 func (rw *ReadWriteLock) WriteLock() *WriteLock { return &WriteLock{rw} }
 
 // prefix is an owner's hold-key prefix: {name}:<owner>:rwlock_timeout.
-func (rw *ReadWriteLock) prefix(owner string) string { return famSuffixName(rw.name, owner) + ":rwlock_timeout" }
+func (rw *ReadWriteLock) prefix(owner string) string {
+	return famSuffixName(rw.name, owner) + ":rwlock_timeout"
+}
 
 func rwWriteField(owner string) string { return owner + ":write" }
 
