@@ -71,7 +71,7 @@ func New(cfg Config) (*Client, error) {
 	c.node = newNode(c, cfg.Addr)
 
 	var dials sync.WaitGroup
-	for _, s := range c.node.pool.slots {
+	for _, s := range c.node.pool.all {
 		s.mu.Lock()
 		pc := newPconn(s.addr, &c.cfg, s, nil, c.tm)
 		s.cur.Store(pc)
@@ -132,7 +132,7 @@ func (c *Client) do(ctx context.Context, s *Script, keys, args []string) *future
 	p := future.NewPromise[resp.Value]()
 	stop := afterCancel(ctx, p)
 	// A connection picked may close before send locks it: pick again (its replacement, or none).
-	for range len(n.pool.slots) + 1 {
+	for range len(n.pool.all) + 1 {
 		pc := n.pool.pick()
 		if pc == nil {
 			break
@@ -189,7 +189,7 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 			}
 		})
 	}
-	for range len(n.pool.slots) + 1 {
+	for range len(n.pool.all) + 1 {
 		pc := n.pool.pick()
 		if pc == nil {
 			break

@@ -88,6 +88,11 @@ type Config struct {
 	EventLoops int
 	// FlushPolicy chooses when appended commands are written. Default FlushEager.
 	FlushPolicy FlushPolicy
+	// DisableLatencyLane removes the extra plain-TCP connection per server that serves commands issued while the
+	// Client is otherwise idle through Go's netpoller instead of an event loop (see "Latency lane" in doc.go).
+	// Without it a sequential caller's round trip includes an event-loop thread wake-up. Ignored with TLS, whose
+	// connections all use Go's netpoller.
+	DisableLatencyLane bool
 
 	// DialTimeout bounds one connection attempt, handshake included. Default DefaultDialTimeout.
 	DialTimeout time.Duration

@@ -67,7 +67,7 @@ func TestReconnectAfterClientKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := clientIDs(t, srv, "victim")
-	if n, err := srv.DoInt(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil || n < 2 {
+	if n, err := srv.DoInt(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil || n < 3 {
 		t.Fatalf("CLIENT KILL = %d, %v", n, err)
 	}
 	eventually(t, func() error {
@@ -79,8 +79,8 @@ func TestReconnectAfterClientKill(t *testing.T) {
 	})
 	eventually(t, func() error {
 		after := clientIDs(t, srv, "victim")
-		if len(after) != 2 {
-			return errors.New("pool not back to 2 connections: " + strings.Join(after, ","))
+		if len(after) != 3 {
+			return errors.New("pool not back to 3 connections (2 + the latency lane): " + strings.Join(after, ","))
 		}
 		for _, id := range after {
 			for _, old := range before {
@@ -180,7 +180,8 @@ func TestPingDetectsADeadPeer(t *testing.T) {
 		return reply(c, "$2\r\nok\r\n")
 	})
 	f.silentAfterHandshake = 0
-	c := newClient(t, conn.Config{Addr: f.addr(), PoolSize: 1, PingInterval: 40 * time.Millisecond, ResponseTimeout: 100 * time.Millisecond})
+	c := newClient(t, conn.Config{Addr: f.addr(), PoolSize: 1, DisableLatencyLane: true,
+		PingInterval: 40 * time.Millisecond, ResponseTimeout: 100 * time.Millisecond})
 	eventually(t, func() error {
 		if f.accepted.Load() < 2 {
 			return errors.New("the silent connection was not replaced")

@@ -77,8 +77,8 @@ func TestSelectAndClientNameOnEveryConnection(t *testing.T) {
 			}
 		}
 	}
-	if named != 4 {
-		t.Fatalf("%d connections named locksmith-test; want 4 (3 pooled + 1 pub/sub)\n%s", named, list)
+	if named != 5 {
+		t.Fatalf("%d connections named locksmith-test; want 5 (3 pooled, the latency lane, pub/sub)\n%s", named, list)
 	}
 }
 

@@ -19,6 +19,7 @@ func configsUnder(t *testing.T) map[string]conn.Config {
 	tlsSrv := redistest.Start(t, redistest.WithTLS())
 	return map[string]conn.Config{
 		"eager-pool1":    {Addr: srv.Addr(), PoolSize: 1},
+		"no-lane-pool2":  {Addr: srv.Addr(), PoolSize: 2, DisableLatencyLane: true},
 		"eager-pool3-2l": {Addr: srv.Addr(), PoolSize: 3, EventLoops: 2},
 		"onreply-pool2":  {Addr: srv.Addr(), PoolSize: 2, FlushPolicy: conn.FlushOnReply},
 		"tls-pool2":      {Addr: tlsSrv.Addr(), PoolSize: 2, TLS: tlsSrv.TLSConfig()},

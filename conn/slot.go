@@ -17,6 +17,7 @@ type slot struct {
 	cl   *Client
 	addr string
 	ps   *pubsub // non-nil for the pub/sub slot
+	lane bool    // the latency lane: a stream transport even without TLS
 
 	cur atomic.Pointer[pconn] // the current connection (connecting, open, or closed while backing off)
 
@@ -55,9 +56,12 @@ func (s *slot) dial(pc *pconn) {
 		return
 	}
 	var tr transport
-	if d.tc != nil {
-		tr = startTLS(d.tc, d.raw, pc, &s.cl.wg)
-	} else {
+	switch {
+	case d.tc != nil:
+		tr = startStream(d.tc, d.raw, pc, &s.cl.wg)
+	case s.lane:
+		tr = startStream(d.raw, d.raw, pc, &s.cl.wg)
+	default:
 		gt, err := s.cl.eng.enroll(d.raw, pc)
 		if err != nil {
 			pc.closed("enroll", err)

@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -10,14 +9,16 @@ import (
 	"time"
 )
 
-// tlsTransport carries one rediss:// connection. gnet has no TLS (GNET-NOTES pitfall 9), so a TLS connection
-// gets a reader goroutine and a writer goroutine instead of an event loop; the pipeline above (pconn) is the same:
-// callers append under the mutex, the reader completes replies in FIFO order and ends each turn by kicking the
-// writer if anything was appended, the writer writes each accumulated batch in one TLS record stream write.
-type tlsTransport struct {
+// streamTransport carries a connection with a reader goroutine and a writer goroutine over a net.Conn, using Go's
+// own netpoller: every rediss:// connection (gnet has no TLS: GNET-NOTES pitfall 9), and the latency lane of a
+// plain-TCP node (see "Latency lane" in doc.go). The pipeline above (pconn) is the same as on an event loop:
+// callers append under the mutex (and write directly when the connection is idle), the reader completes replies in
+// FIFO order and ends each turn by kicking the writer if anything was appended, and the writer writes each
+// accumulated batch in one Write.
+type streamTransport struct {
 	pc           *pconn
-	raw          net.Conn // the TCP connection under tc; closing it stops both goroutines
-	tc           *tls.Conn
+	nc           net.Conn // what is read and written: the *tls.Conn, or the TCP connection itself
+	raw          net.Conn // the TCP connection under nc; closing it stops both goroutines
 	writeTimeout time.Duration
 
 	wake chan struct{} // capacity 1: a kick not yet seen by the writer
@@ -25,15 +26,15 @@ type tlsTransport struct {
 	once sync.Once
 }
 
-var _ transport = (*tlsTransport)(nil)
+var _ transport = (*streamTransport)(nil)
 
-// startTLS starts the reader and writer goroutines of a handshaken TLS connection. Both are owned by the Client and
+// startStream starts the reader and writer goroutines of a handshaken connection. Both are owned by the Client and
 // counted in wg.
-func startTLS(tc *tls.Conn, raw net.Conn, pc *pconn, wg *sync.WaitGroup) *tlsTransport {
-	t := &tlsTransport{
+func startStream(nc, raw net.Conn, pc *pconn, wg *sync.WaitGroup) *streamTransport {
+	t := &streamTransport{
 		pc:           pc,
+		nc:           nc,
 		raw:          raw,
-		tc:           tc,
 		writeTimeout: pc.cfg.ResponseTimeout,
 		wake:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
@@ -45,19 +46,37 @@ func startTLS(tc *tls.Conn, raw net.Conn, pc *pconn, wg *sync.WaitGroup) *tlsTra
 }
 
 // kick wakes the writer without blocking.
-func (t *tlsTransport) kick() {
+func (t *streamTransport) kick() {
 	select {
 	case t.wake <- struct{}{}:
 	default: // a kick is already pending
 	}
 }
 
-// writeDirect is not possible over TLS (the tls.Conn write lock may be held by the writer): the pipeline kicks.
-func (t *tlsTransport) writeDirect([]byte) (int, bool) { return 0, false }
+// maxDirectStreamWrite is the largest batch a caller writes itself on a stream connection. An idle connection's
+// socket buffer is empty, so a write this small does not block; larger ones go to the writer goroutine, whose
+// write has a deadline.
+const maxDirectStreamWrite = 8 << 10
 
-// close stops the writer and closes the TCP connection, which ends the reader; it does not block (closing the raw
-// connection rather than the tls.Conn skips the close_notify write, which could wait behind a blocked writer).
-func (t *tlsTransport) close() {
+// writeDirect writes a small batch from the calling goroutine (the connection is idle: the writer goroutine has
+// nothing to write), saving the hand-off to the writer goroutine on a sequential round trip.
+func (t *streamTransport) writeDirect(b []byte) (int, bool) {
+	if len(b) > maxDirectStreamWrite {
+		return 0, false
+	}
+	n, err := t.nc.Write(b)
+	if err != nil {
+		// The rest goes to the writer, whose write fails too and resets the connection; the reader also sees
+		// the broken connection.
+		return n, true
+	}
+	return n, true
+}
+
+// close stops the writer and closes the TCP connection, which ends the reader; it does not block (over TLS, closing
+// the raw connection rather than the tls.Conn skips the close_notify write, which could wait behind a blocked
+// writer).
+func (t *streamTransport) close() {
 	t.once.Do(func() {
 		close(t.done)
 		_ = t.raw.Close()
@@ -65,12 +84,12 @@ func (t *tlsTransport) close() {
 }
 
 // readLoop reads, decodes and completes replies until the connection fails, then reports the failure.
-func (t *tlsTransport) readLoop(wg *sync.WaitGroup) {
+func (t *streamTransport) readLoop(wg *sync.WaitGroup) {
 	defer wg.Done()
 	buf := make([]byte, 16<<10)
 	w := 0
 	for {
-		n, err := t.tc.Read(buf[w:])
+		n, err := t.nc.Read(buf[w:])
 		if n > 0 {
 			w += n
 			consumed, perr := t.pc.onInbound(buf[:w])
@@ -99,7 +118,7 @@ func (t *tlsTransport) readLoop(wg *sync.WaitGroup) {
 }
 
 // writeLoop writes each batch handed over by takeOut, one at a time, until close.
-func (t *tlsTransport) writeLoop(wg *sync.WaitGroup) {
+func (t *streamTransport) writeLoop(wg *sync.WaitGroup) {
 	defer wg.Done()
 	for {
 		select {
@@ -112,8 +131,8 @@ func (t *tlsTransport) writeLoop(wg *sync.WaitGroup) {
 			continue
 		}
 		// A peer that stops reading must not block the writer forever; the response timeout bounds it too.
-		_ = t.tc.SetWriteDeadline(time.Now().Add(t.writeTimeout))
-		_, err := t.tc.Write(buf)
+		_ = t.nc.SetWriteDeadline(time.Now().Add(t.writeTimeout))
+		_, err := t.nc.Write(buf)
 		t.pc.recycle(buf)
 		if err != nil {
 			t.pc.reset("write", err)
@@ -123,7 +142,7 @@ func (t *tlsTransport) writeLoop(wg *sync.WaitGroup) {
 	}
 }
 
-// endTurn ends a TLS reader turn: if commands were appended while replies were processed, hand them to the writer;
+// endTurn ends a stream reader turn: if commands were appended while replies were processed, hand them to the writer;
 // otherwise clear the flush mark set by deliver.
 func (pc *pconn) endTurn() {
 	pc.mu.Lock()
