@@ -111,9 +111,12 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 		return
 	}
 	to, terr := s.cl.tm.NewTimeout(s, delay)
-	if terr == nil {
-		s.retry = to
+	if terr != nil {
+		// Only a stopped (shared) Timer refuses: nothing can schedule the attempt, so say so loudly.
+		s.cl.cfg.Logger.Error("conn: cannot schedule a reconnection; the connection stays down", "addr", s.addr,
+			"error", terr)
 	}
+	s.retry = to
 	s.mu.Unlock()
 }
 
