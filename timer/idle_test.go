@@ -1,7 +1,6 @@
 package timer
 
 import (
-	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -70,36 +69,9 @@ func TestSparseTimerSleepsThroughEmptyTicks(t *testing.T) {
 	if p.runs.Load() != 1 || p.ranAt.Load() < p.deadline || p.ranAt.Load() > p.deadline+int64(testTick) {
 		t.Fatalf("runs %d, ran at %d, deadline %d", p.runs.Load(), p.ranAt.Load(), p.deadline)
 	}
-	// Woken once per rotation by the probe's bucket (the sentinel's bucket adds at most as many), never per tick.
-	if n := tm.ticks.Load() - ticks; n > 2*(500/64+1) {
+	// The probe waits in the far ring: the worker wakes to cascade it, then when it is due. The sentinel, far
+	// rounds away, costs at most one more wake-up. Never a wake-up per tick, nor one per rotation.
+	if n := tm.ticks.Load() - ticks; n > 3 {
 		t.Fatalf("the worker processed %d ticks over 505 mostly empty ones", n)
-	}
-}
-
-func TestNextOccupiedFindsTheFirstOccupiedBucketAcrossTheWrap(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 9))
-	for _, size := range []int{1, 2, 8, 64, 128, 1024} {
-		tm := New(Config{WheelSize: size})
-		tm.occupied = make([]uint64, (size+63)/64)
-		for range 200 {
-			clear(tm.occupied)
-			set := map[int64]bool{}
-			for range rng.IntN(4) {
-				i := rng.Int64N(int64(size))
-				set[i] = true
-				tm.occupied[i>>6] |= 1 << (i & 63)
-			}
-			from := rng.Int64N(1 << 40)
-			want := int64(-1)
-			for k := int64(0); k < int64(size); k++ {
-				if set[(from+k)&tm.mask] {
-					want = from + k
-					break
-				}
-			}
-			if got := tm.nextOccupied(from); got != want {
-				t.Fatalf("size %d, occupied %v, from %d: nextOccupied = %d, want %d", size, set, from, got, want)
-			}
-		}
 	}
 }

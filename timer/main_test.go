@@ -156,6 +156,17 @@ func (c *manualClock) schedule(tb testing.TB, tm *Timer, task Task, d time.Durat
 	return to
 }
 
+// cancel calls to.Cancel and, if that woke an idle worker, waits until it sleeps again (see schedule).
+func (c *manualClock) cancel(tb testing.TB, tm *Timer, to *Timeout) bool {
+	tb.Helper()
+	wasIdle := tm.idle.Load()
+	ok := to.Cancel()
+	if wasIdle && ok {
+		c.awaitSleep(tb)
+	}
+	return ok
+}
+
 // stopTimer stops tm at the end of a test, failing if Stop does not return.
 func stopTimer(tb testing.TB, tm *Timer) []*Timeout {
 	tb.Helper()

@@ -86,8 +86,8 @@ func (t *Timeout) IsCancelled() bool { return t.loadState() == stateCancelled }
 
 // Cancel prevents the task from running. It is exact: true means the task has not started and never will; false
 // means the task has run, is running, or t was already cancelled. Cancel never blocks and is safe for concurrent use,
-// also from a task. The pending count drops at once; the worker unlinks the timeout from its bucket (releasing its
-// memory) at its next wake-up: within a tick while the timer is busy, at the latest when its bucket comes round.
+// also from a task. The pending count drops at once; the worker unlinks the timeout from its bucket, releasing its
+// memory, at the end of the current tick (as in Netty).
 //
 // Cancelling a timeout that Stop returned also reports true: it never runs either way.
 func (t *Timeout) Cancel() bool {
@@ -103,6 +103,7 @@ func (t *Timeout) Cancel() bool {
 			if t.casState(stateScheduled, stateCancelled) {
 				t.timer.pending.Add(-1)
 				t.timer.cancels.push(t)
+				t.timer.wakeIfIdle() // so that the memory goes within a tick even if nothing else is due
 				return true
 			}
 		case stateStopped:

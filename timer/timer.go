@@ -2,6 +2,7 @@ package timer
 
 import (
 	"math"
+	"math/bits"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -26,7 +27,8 @@ const (
 type Timer struct {
 	// Immutable after New.
 	tick        int64 // nanoseconds
-	mask        int64 // len(wheel) - 1
+	mask        int64 // wheel size - 1
+	shift       uint  // log2(wheel size)
 	maxPending  int64 // 0: no cap
 	slowTask    int64 // nanoseconds
 	observer    Observer
@@ -54,8 +56,8 @@ type Timer struct {
 	ticks     atomic.Int64  // ticks processed; read by tests to check that catch-up is bounded
 
 	// Owned by the worker.
-	wheel         []bucket
-	occupied      []uint64 // bit i: bucket i may hold timeouts (cleared when seen empty); to skip empty ticks
+	wheel         []bucket // the wheel, then the far ring (see wheel.go)
+	occupied      []uint64 // bit i: bucket i may hold timeouts (cleared when seen empty); lets plan skip ticks
 	addBacklog    *Timeout // additions taken from adds but not yet placed (over the per-tick cap), oldest first
 	cancelBacklog *Timeout // cancellations taken from cancels but not yet unlinked (over the per-tick cap)
 	lagging       bool     // a TickLag report was made and the worker has not caught up since
@@ -71,6 +73,7 @@ func New(cfg Config) *Timer {
 	return &Timer{
 		tick:        int64(cfg.Tick),
 		mask:        int64(cfg.WheelSize - 1),
+		shift:       uint(bits.TrailingZeros(uint(cfg.WheelSize))),
 		maxPending:  cfg.MaxPending,
 		slowTask:    int64(cfg.SlowTask),
 		observer:    cfg.Observer,
@@ -111,15 +114,10 @@ func (t *Timer) NewTimeout(task Task, delay time.Duration) (*Timeout, error) {
 	}
 	to := &Timeout{task: task, timer: t, deadline: deadline}
 	t.adds.push(to)
-	// An idle worker sleeps past the current tick (until its next occupied bucket, or until woken) and must place
-	// this timeout first. It stores idle before its last look at the queue, and this load follows our push, so
-	// either it sees the new timeout or we see it idle: no wake-up is lost. Only the first NewTimeout wakes it.
-	if t.idle.Load() && t.idle.CompareAndSwap(true, false) {
-		select {
-		case t.wake <- struct{}{}:
-		default: // a token is already waiting
-		}
-	}
+	// An idle worker sleeps past the current tick and must place this timeout first. It stores idle before its
+	// last look at the queue, and this load follows our push, so either it sees the new timeout or we see it idle:
+	// no wake-up is lost.
+	t.wakeIfIdle()
 	// Stop may have come between start and push, and the exiting worker may have taken the queue before our push.
 	// Whoever moves the timeout out of stateInit decides: we (it is refused) or the worker (Stop returns it).
 	if workerState(t.state.Load()) == workerShutdown && to.casState(stateInit, stateCancelled) {

@@ -179,19 +179,22 @@ func TestCatchUpAfterAStallVisitsEachBucketOnceAndNeverRunsEarly(t *testing.T) {
 		c.schedule(t, tm, p, d)
 		later = append(later, p)
 	}
+	c.step(t, testTick) // place them: most wait in the far ring
 	before := tm.ticks.Load()
 	c.step(t, 100*rotation) // one jump of 1,600 ticks, as after the process was starved
 	if n := tm.ticks.Load() - before; n > wheel {
 		t.Fatalf("catching up a 100-rotation stall processed %d ticks, want at most the wheel size %d", n, wheel)
 	}
-	for i, p := range due {
-		if p.runs.Load() != 1 || p.ranAt.Load() < p.deadline {
-			t.Fatalf("overdue probe %d: runs %d, ran at %d, deadline %d", i, p.runs.Load(), p.ranAt.Load(), p.deadline)
+	// Exactly the probes whose deadline's tick has ended have run, none before its deadline.
+	ended := c.now() / int64(testTick) * int64(testTick)
+	for i, p := range append(due, later...) {
+		want := int32(0)
+		if p.deadline < ended {
+			want = 1
 		}
-	}
-	for i, p := range later {
-		if p.runs.Load() != 0 {
-			t.Fatalf("probe %d, due after the stall, ran during the catch-up", i)
+		if p.runs.Load() != want || (want == 1 && p.ranAt.Load() < p.deadline) {
+			t.Fatalf("probe %d after the stall: runs %d (want %d), ran at %d, deadline %d, now %d",
+				i, p.runs.Load(), want, p.ranAt.Load(), p.deadline, c.now())
 		}
 	}
 	obs.mu.Lock()
@@ -313,22 +316,22 @@ func TestCancelIsExact(t *testing.T) {
 	}
 }
 
-func TestCancelOfAScheduledTimeoutIsUnlinkedAtTheNextWakeUp(t *testing.T) {
+func TestCancelOfAScheduledTimeoutIsUnlinkedWithinATick(t *testing.T) {
 	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 64})
 	defer stopTimer(t, tm)
-	to := c.schedule(t, tm, TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), time.Hour)
+	near := c.schedule(t, tm, TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), 30*testTick)
+	far := c.schedule(t, tm, TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), time.Hour)
 	c.step(t, testTick)
-	if to.next == nil {
-		t.Fatal("the timeout is not in a bucket after a tick")
+	if near.next == nil || far.next == nil {
+		t.Fatal("the timeouts are not in buckets after a tick")
 	}
-	if !to.Cancel() {
+	// The worker is idle (sleeping until near's tick); Cancel wakes it so that the memory goes now.
+	if !c.cancel(t, tm, near) || !c.cancel(t, tm, far) {
 		t.Fatal("Cancel = false")
 	}
-	// Cancel does not wake an idle worker; the worker unlinks the timeout when it next wakes, at the latest when the
-	// first occupied bucket comes round, within one rotation.
-	c.step(t, 64*testTick)
-	if to.next != nil || bucketed(tm) != 1 {
-		t.Fatalf("a rotation later the cancelled timeout is still linked (%d in buckets)", bucketed(tm))
+	c.step(t, testTick)
+	if near.next != nil || far.next != nil || bucketed(tm) != 1 {
+		t.Fatalf("a tick after Cancel the timeouts are still linked (%d in buckets, want the sentinel)", bucketed(tm))
 	}
 }
 

@@ -1,20 +1,18 @@
 package timer
 
-import (
-	"math/bits"
-	"time"
-)
+import "time"
 
-// run is the worker: the one goroutine that owns the wheel and runs every task. Each tick it processes, it unlinks
-// cancelled timeouts, places queued additions into buckets (both capped per tick), and expires the tick's bucket.
-// Between ticks it sleeps until the end of the next tick whose bucket holds something — so an idle or sparse Timer
-// costs no CPU however short its tick — unless additions are queued, which are placed at the end of the current
-// tick; a NewTimeout wakes it if it sleeps past that. It exits when Stop closes t.stop, after collecting the
+// run is the worker: the one goroutine that owns the wheel and runs every task. For each tick it processes, it
+// cascades the far ring into the wheel at the start of a rotation, unlinks cancelled timeouts, places queued
+// additions (both capped per tick), and expires the tick's bucket. Between ticks it sleeps until the end of the next
+// tick that has work — an occupied bucket or a cascade — so that an idle or sparse Timer costs no CPU however short
+// its tick, unless additions or cancellations are queued, which it handles at the end of the current tick; a
+// NewTimeout or Cancel wakes it if it sleeps past that. It exits when Stop closes t.stop, after collecting the
 // timeouts that will never run.
 func (t *Timer) run() {
 	defer close(t.done)
 	t.workerGID.Store(goroutineID())
-	t.wheel = make([]bucket, t.mask+1)
+	t.wheel = make([]bucket, 2*(t.mask+1)) // the wheel, then the far ring
 	for i := range t.wheel {
 		t.wheel[i].init(i)
 	}
@@ -30,18 +28,23 @@ func (t *Timer) run() {
 			break
 		}
 		if woken {
-			// A NewTimeout woke us before next: the ticks before the current one had empty buckets (next was the
-			// first occupied one), so they need no processing. Place the new timeout at the end of this tick.
+			// A NewTimeout or Cancel woke us before next. The ticks before the current one had nothing to do (next
+			// was the first tick with work), so they need no processing; handle the queues at the end of this tick.
 			tick = max(tick, now/t.tick)
 			continue
 		}
 		tick = t.catchUp(next, now)
+		if tick&t.mask == 0 {
+			t.cascade(tick>>t.shift, tick)
+		}
 		t.processCancels(t.workPerTick)
 		t.transfer(tick)
-		b := &t.wheel[tick&t.mask]
-		b.expire(t, (tick+1)*t.tick)
-		if b.empty() {
-			t.markEmpty(tick & t.mask)
+		i := tick & t.mask
+		if b := &t.wheel[i]; !b.empty() {
+			b.expire(t, (tick+1)*t.tick)
+			if b.empty() {
+				t.markEmpty(i)
+			}
 		}
 		t.ticks.Add(1)
 		tick++
@@ -52,25 +55,28 @@ func (t *Timer) run() {
 }
 
 // plan returns the next tick to process, starting from tick, and whether the worker may sleep past the end of
-// tick (idle: a NewTimeout must then wake it). next is tick itself while additions or cancellations are queued or
-// tick's bucket is occupied; otherwise the first occupied tick after it, or -1 if no bucket holds anything (the
-// worker then sleeps until woken).
+// tick (idle: a NewTimeout or Cancel must then wake it). next is tick itself while additions or cancellations are
+// queued, or while tick has work; otherwise the first later tick with work (an occupied bucket, or the start of a
+// rotation whose far bucket is occupied), or -1 if there is none (the worker then sleeps until woken).
 func (t *Timer) plan(tick int64) (next int64, idle bool) {
 	if t.addBacklog != nil {
 		return tick, false
 	}
 	// Unlink what was cancelled first: it frees the memory now, and buckets left empty need no wake-up.
 	t.processCancels(t.workPerTick)
-	if t.cancelBacklog != nil || !t.cancels.empty() {
+	if t.cancelBacklog != nil {
 		return tick, false
 	}
 	t.idle.Store(true)
-	// Checked after idle is set, so that a NewTimeout racing with us either is seen here or sees idle.
-	if !t.adds.empty() {
+	// Checked after idle is set, so that a NewTimeout or Cancel racing with us either is seen here or sees idle.
+	if !t.adds.empty() || !t.cancels.empty() {
 		t.idle.Store(false)
 		return tick, false
 	}
-	next = t.nextOccupied(tick)
+	next = t.nextSet(0, tick)
+	if r := t.nextSet(t.mask+1, (tick+t.mask)>>t.shift); r >= 0 && (next < 0 || r<<t.shift < next) {
+		next = r << t.shift // the first rotation start at or after tick whose far bucket is occupied
+	}
 	if next == tick {
 		t.idle.Store(false)
 		return tick, false
@@ -79,11 +85,11 @@ func (t *Timer) plan(tick int64) (next int64, idle bool) {
 }
 
 // waitForTickEnd waits until the clock has passed the end of tick (forever if tick is -1) and returns the time it
-// read then. ok is false if Stop came first; woken is true if an idle wait was cut short by a NewTimeout.
+// read then. ok is false if Stop came first; woken is true if an idle wait was cut short by a NewTimeout or Cancel.
 func (t *Timer) waitForTickEnd(tick int64, idle bool) (now int64, ok, woken bool) {
 	if idle {
-		// However the wait ends, we are no longer idle; a NewTimeout that saw us idle meanwhile left a token, which
-		// at worst cuts a later idle wait short for nothing.
+		// However the wait ends, we are no longer idle; a caller that saw us idle meanwhile left a token, which at
+		// worst cuts a later idle wait short for nothing.
 		defer t.idle.Store(false)
 	}
 	if tick < 0 {
@@ -95,14 +101,14 @@ func (t *Timer) waitForTickEnd(tick int64, idle bool) (now int64, ok, woken bool
 		}
 	}
 	end := (tick + 1) * t.tick
+	var wake chan struct{} // nil (never ready) unless idle
+	if idle {
+		wake = t.wake
+	}
 	for {
 		now = t.clock.now()
 		if now >= end {
 			return now, true, false
-		}
-		var wake chan struct{} // nil (never ready) unless idle
-		if idle {
-			wake = t.wake
 		}
 		select {
 		case <-t.clock.sleepUntil(end):
@@ -114,11 +120,23 @@ func (t *Timer) waitForTickEnd(tick int64, idle bool) (now int64, ok, woken bool
 	}
 }
 
+// wakeIfIdle wakes the worker if it sleeps past the current tick, so that it handles what the caller just queued
+// at the end of this tick. Only the first caller to see it idle sends a token, and never blocks.
+func (t *Timer) wakeIfIdle() {
+	if t.idle.Load() && t.idle.CompareAndSwap(true, false) {
+		select {
+		case t.wake <- struct{}{}:
+		default: // a token is already waiting
+		}
+	}
+}
+
 // catchUp returns the tick to process given that the clock reads now, and reports lag to the observer. When the
 // worker has fallen more than a whole rotation behind (the process was starved, or a task blocked), it skips ahead
 // so that only the last WheelSize elapsed ticks are processed: each bucket is then visited exactly once, at a tick
 // no earlier than any it skipped, so every overdue timeout still runs (late, never early) and the catch-up costs one
-// rotation however long the stall was. Netty instead replays every missed tick.
+// rotation however long the stall was. Netty instead replays every missed tick. The far buckets of the rotations
+// whose start was skipped are cascaded first (at most one visit per far bucket).
 func (t *Timer) catchUp(tick, now int64) int64 {
 	lag := now - (tick+1)*t.tick
 	switch {
@@ -131,75 +149,16 @@ func (t *Timer) catchUp(tick, now int64) int64 {
 		t.lagging = false
 	}
 	last := now/t.tick - 1 // the latest tick that has fully elapsed
-	if last-tick > t.mask {
-		return last - t.mask
+	if last-tick <= t.mask {
+		return tick
 	}
-	return tick
-}
-
-// transfer places up to workPerTick queued additions into their buckets, oldest first; the rest wait for the next
-// tick. A timeout whose deadline tick has already been processed goes into the current tick's bucket, which is
-// expired right after.
-func (t *Timer) transfer(tick int64) {
-	for range t.workPerTick {
-		if t.addBacklog == nil {
-			if t.addBacklog = reverse(t.adds.takeAll()); t.addBacklog == nil {
-				return
-			}
-		}
-		to := t.addBacklog
-		t.addBacklog = to.link
-		// Cleared before the state CAS publishes the timeout to Cancel, which may reuse link for the cancel queue;
-		// also keeps a long-lived timeout from retaining the dropped ones queued behind it.
-		to.link = nil
-		if !to.casState(stateInit, stateScheduled) {
-			continue // cancelled while queued: drop it
-		}
-		i := max(to.deadline/t.tick, tick) & t.mask
-		t.wheel[i].add(to)
-		t.occupied[i>>6] |= 1 << (i & 63)
+	n := last - t.mask
+	// Rotations starting in [tick, n) are skipped; n's own rotation start, if it is one, cascades as usual.
+	lo, hi := (tick+t.mask)>>t.shift, (n-1)>>t.shift
+	for r := max(lo, hi-t.mask); r <= hi; r++ {
+		t.cascade(r, n)
 	}
-}
-
-// processCancels unlinks up to limit cancelled timeouts from their buckets, so their memory is released; the rest
-// wait for the next tick (expiry also unlinks cancelled timeouts it meets).
-func (t *Timer) processCancels(limit int) {
-	for range limit {
-		if t.cancelBacklog == nil {
-			if t.cancelBacklog = t.cancels.takeAll(); t.cancelBacklog == nil {
-				return
-			}
-		}
-		to := t.cancelBacklog
-		t.cancelBacklog = to.link
-		to.link = nil // cancelled is final: nobody else writes link again
-		if i := unlink(to); i >= 0 {
-			t.markEmpty(i)
-		}
-	}
-}
-
-// markEmpty records that bucket i holds nothing, so that idle waits skip its tick.
-func (t *Timer) markEmpty(i int64) { t.occupied[i>>6] &^= 1 << (i & 63) }
-
-// nextOccupied returns the first tick at or after from whose bucket is marked occupied, or -1 if none is. It scans
-// the bitmap a word at a time: at most WheelSize/64 words.
-func (t *Timer) nextOccupied(from int64) int64 {
-	size := t.mask + 1
-	start := from & t.mask
-	for off := int64(0); off < size; {
-		i := (start + off) & t.mask
-		span := min(64-(i&63), size-i) // bits from i to the end of its word or of the wheel
-		word := t.occupied[i>>6] >> (i & 63)
-		if span < 64 {
-			word &= 1<<span - 1
-		}
-		if word != 0 {
-			return from + off + int64(bits.TrailingZeros64(word))
-		}
-		off += span
-	}
-	return -1
+	return n
 }
 
 // runTask runs one expired task, timing it if someone is listening.
@@ -215,8 +174,9 @@ func (t *Timer) runTask(to *Timeout) {
 	}
 }
 
-// collectUnrun empties the wheel and the queues after Stop and returns the timeouts that were still pending, now in
-// stateStopped. A NewTimeout pushing after this takes the queue sees workerShutdown and refuses its own timeout.
+// collectUnrun empties the wheel, the far ring and the queues after Stop and returns the timeouts that were still
+// pending, now in stateStopped. A NewTimeout pushing after this takes the queue sees workerShutdown and refuses its
+// own timeout.
 func (t *Timer) collectUnrun() []*Timeout {
 	var unrun []*Timeout
 	for i := range t.wheel {
