@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"os"
 	"runtime"
@@ -341,12 +342,15 @@ func BenchmarkW3(b *testing.B) {
 		b.ReportMetric(float64(n-held), "held-ctx-done")
 
 		start = time.Now()
-		for j := 0; j < n; j += acquirers {
+		var notHeld atomic.Int64
+		for a := 0; a < acquirers; a++ {
 			wg.Add(1)
 			go func() { // owned by the benchmark; waited for by wg
 				defer wg.Done()
-				for k := j; k < min(j+acquirers, n); k++ {
-					if err := c.Lock("w3:" + strconv.Itoa(k)).Unlock(helds[k]); err != nil {
+				for k := a; k < n; k += acquirers {
+					if err := c.Lock("w3:" + strconv.Itoa(k)).Unlock(helds[k]); errors.Is(err, rlock.ErrNotHeld) {
+						notHeld.Add(1) // lost before the release: counted, reported below
+					} else if err != nil {
 						b.Error(err)
 						return
 					}
@@ -355,6 +359,8 @@ func BenchmarkW3(b *testing.B) {
 		}
 		wg.Wait()
 		b.ReportMetric(time.Since(start).Seconds(), "release-s")
+		b.ReportMetric(float64(notHeld.Load()), "lost-at-release")
+		b.ReportMetric(float64(lost.Load()), "lost-lib-total")
 		c.Close()
 		srv.Close()
 	}
