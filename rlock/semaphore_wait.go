@@ -331,6 +331,9 @@ type famTry[T any] struct {
 	ok    bool
 	v     T
 	retry time.Duration
+	// hopeless: refused, and retry is the earliest moment it could succeed (nothing else can make it succeed
+	// sooner): a call whose wait ends before then gives up at once instead of waiting for a known failure.
+	hopeless bool
 }
 
 // famWaiter is one waiting call returning T.
@@ -439,7 +442,9 @@ func (w *famWaiter[T]) onTry(r famTry[T], err error) {
 		return
 	}
 	// Refused.
-	if w.abandoned || w.noWait || (w.deadline != 0 && f.c.now() >= w.deadline) || f.closed {
+	now := f.c.now()
+	if w.abandoned || w.noWait || (w.deadline != 0 && (now >= w.deadline || (r.hopeless && now+r.retry > w.deadline))) ||
+		f.closed {
 		act := w.finishLocked(false)
 		f.mu.Unlock()
 		act.run()
@@ -449,6 +454,13 @@ func (w *famWaiter[T]) onTry(r famTry[T], err error) {
 		} else {
 			w.fail(ErrNotAcquired) // no effect when abandoned: the future failed already
 		}
+		return
+	}
+	if w.chName == "" {
+		// No channel: the retry bound is the only wake-up (the rate limiter's waits).
+		w.state = fwIdle
+		w.armLocked(r.retry)
+		f.mu.Unlock()
 		return
 	}
 	if w.ch == nil {

@@ -1,0 +1,150 @@
+package integration
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+func TestRateLimiterSlidingWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	c := famClient(t, srv, 0)
+	ctx := famCtx(t, 10*time.Second)
+	r := c.RateLimiter("rl")
+	if _, err := r.TryAcquire(ctx, 1, 0); !errors.Is(err, rlock.ErrRateNotSet) {
+		t.Fatalf("without a rate: %v", err)
+	}
+	cfg := rlock.RateConfig{Type: rlock.RateOverall, Rate: 3, Interval: 500 * time.Millisecond}
+	if ok, err := r.TrySetRate(ctx, cfg); !ok || err != nil {
+		t.Fatalf("TrySetRate: %v %v", ok, err)
+	}
+	if got, _ := r.Config(ctx); got != cfg {
+		t.Fatalf("Config %+v", got)
+	}
+	if _, err := r.TryAcquire(ctx, 4, 0); !errors.Is(err, rlock.ErrRateExceeded) {
+		t.Fatalf("4 permits at a rate of 3: %v", err)
+	}
+	start := time.Now()
+	for i := range 3 {
+		if ok, err := r.TryAcquire(ctx, 1, 0); !ok || err != nil {
+			t.Fatalf("permit %d: %v %v", i, ok, err)
+		}
+	}
+	if ok, _ := r.TryAcquire(ctx, 1, 0); ok {
+		t.Fatal("a 4th permit within the window")
+	}
+	// A wait that ends before the window slides gives up at once.
+	t0 := time.Now()
+	if ok, _ := r.TryAcquire(ctx, 1, 50*time.Millisecond); ok {
+		t.Fatal("permit granted within 50 ms")
+	}
+	if d := time.Since(t0); d > 40*time.Millisecond {
+		t.Fatalf("a hopeless wait took %v", d)
+	}
+	if ok, err := r.TryAcquire(ctx, 1, 2*time.Second); !ok || err != nil {
+		t.Fatalf("waiting for the window: %v %v", ok, err)
+	}
+	if d := time.Since(start); d < 480*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("permit after %v, want when the first grant left the 500 ms window", d)
+	}
+	// By then the three first grants have all left the window: two permits are left.
+	if n, _ := r.AvailablePermits(ctx); n != 2 {
+		t.Fatalf("available %d, want 2", n)
+	}
+}
+
+func TestRateLimiterNeverGrantsMoreThanTheRateInAnyWindow(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
+	ctx := famCtx(t, 30*time.Second)
+	const rate, interval = 10, 300 * time.Millisecond
+	a.RateLimiter("rl").TrySetRate(ctx, rlock.RateConfig{Rate: rate, Interval: interval})
+	type span struct{ before, after time.Time } // the grant happened on the server between these instants
+	var mu sync.Mutex
+	var grants []span
+	var wg sync.WaitGroup
+	for g := range 8 {
+		r := a.RateLimiter("rl")
+		if g%2 == 1 {
+			r = b.RateLimiter("rl")
+		}
+		wg.Add(1)
+		go func() { // owner: this test
+			defer wg.Done()
+			for range 5 {
+				before := time.Now()
+				if err := r.Acquire(ctx, 1); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				grants = append(grants, span{before, time.Now()})
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(grants) != 40 {
+		t.Fatalf("%d grants", len(grants))
+	}
+	// Grants that surely happened within one interval (started after T, returned before T + interval) must number
+	// at most the rate.
+	for _, w := range grants {
+		n := 0
+		for _, g := range grants {
+			if !g.before.Before(w.before) && g.after.Sub(w.before) < interval {
+				n++
+			}
+		}
+		if n > rate {
+			t.Fatalf("%d grants within one %v window", n, interval)
+		}
+	}
+}
+
+func TestRateLimiterPerClientRates(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
+	ctx := famCtx(t, 10*time.Second)
+	a.RateLimiter("rl").SetRate(ctx, rlock.RateConfig{Type: rlock.RatePerClient, Rate: 2, Interval: time.Minute})
+	for _, c := range []*rlock.Client{a, b} {
+		if ok, _ := c.RateLimiter("rl").TryAcquire(ctx, 2, 0); !ok {
+			t.Fatal("a client's own rate refused")
+		}
+		if ok, _ := c.RateLimiter("rl").TryAcquire(ctx, 1, 0); ok {
+			t.Fatal("a client's rate exceeded")
+		}
+	}
+}
+
+func TestFixedWindowLimiter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := famClient(t, srv, 0)
+	ctx := famCtx(t, 10*time.Second)
+	l := c.FixedWindowLimiter("rate.limiting:127.0.0.1", 3, 300*time.Millisecond)
+	start := time.Now()
+	for range 3 {
+		if ok, err := l.TryAcquire(ctx, 1, 0); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	if ok, _ := l.TryAcquire(ctx, 1, 0); ok {
+		t.Fatal("4th call in the window allowed")
+	}
+	if n, _ := l.Available(ctx); n != 0 {
+		t.Fatalf("available %d", n)
+	}
+	if err := l.Acquire(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < 280*time.Millisecond || d > 700*time.Millisecond {
+		t.Fatalf("acquired in the next window after %v", d)
+	}
+	if _, err := l.TryAcquire(ctx, 4, 0); !errors.Is(err, rlock.ErrRateExceeded) {
+		t.Fatalf("4 permits with a limit of 3: %v", err)
+	}
+}

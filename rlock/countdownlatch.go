@@ -1,0 +1,126 @@
+package rlock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// CountDownLatch is Redisson's RCountDownLatch: a count in the STRING <name> that callers count down; awaiters are
+// released when it reaches zero (the key is then deleted). Unlike java.util.concurrent's latch, the count can be
+// set again (TrySetCount) once the latch is open. Awaiters are woken through
+// redisson_countdownlatch__channel__{name}: "0" when the count reached zero, "1" when a count was set or the latch
+// deleted.
+//
+// Obtain it with Client.CountDownLatch; it is cheap, sends nothing until used, and is safe for concurrent use.
+type CountDownLatch struct {
+	f    *family
+	name string
+	keys []string // {name, channel}
+}
+
+// CountDownLatch returns a handle on the latch called name. It does no I/O; an empty name is reported by the
+// handle's methods as an *ArgumentError.
+func (c *Client) CountDownLatch(name string) *CountDownLatch {
+	return &CountDownLatch{f: c.fam(), name: name,
+		keys: []string{name, "redisson_countdownlatch__channel__{" + name + "}"}}
+}
+
+// Name returns the latch's name (its Redis key).
+func (l *CountDownLatch) Name() string { return l.name }
+
+// TrySetCount sets the count if the latch is open (no count set), and reports whether it did. count must be
+// positive. It blocks until the server answers or ctx ends.
+func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
+	if err := famCheck(l.f.c, "CountDownLatch.TrySetCount", l.name); err != nil {
+		return false, err
+	}
+	if count <= 0 {
+		return false, &ArgumentError{Op: "CountDownLatch.TrySetCount", Arg: "count", Value: strconv.FormatInt(count, 10), Reason: "must be positive"}
+	}
+	n, err := famInt(l.f.call(ctx, latchTrySetScript, l.keys, strconv.FormatInt(count, 10), "1").Get(ctx))
+	return n == 1, err
+}
+
+// CountDown decrements the count; at zero the latch opens and every awaiter is released. Counting down an open
+// latch does nothing. It returns the count afterwards. It is not resent after an ambiguous transport failure (a
+// second decrement would count twice). It blocks until the server answers or ctx ends.
+func (l *CountDownLatch) CountDown(ctx context.Context) (int64, error) {
+	return l.CountDownAsync(ctx).Get(ctx)
+}
+
+// CountDownAsync is the asynchronous form of CountDown.
+func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int64] {
+	if err := famCheck(l.f.c, "CountDownLatch.CountDown", l.name); err != nil {
+		return future.Completed(int64(0), err)
+	}
+	return future.Then(l.f.callOnce(ctx, latchCountDownScript, l.keys, "0"), famInt)
+}
+
+// Count returns the current count (0 when open). It blocks until the server answers or ctx ends.
+func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
+	if err := famCheck(l.f.c, "CountDownLatch.Count", l.name); err != nil {
+		return 0, err
+	}
+	return famInt(l.f.call(ctx, nil, nil, "GET", l.name).Get(ctx))
+}
+
+// Delete opens the latch whatever its count (releasing every awaiter) and reports whether it was closed. It blocks
+// until the server answers or ctx ends.
+func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
+	if err := famCheck(l.f.c, "CountDownLatch.Delete", l.name); err != nil {
+		return false, err
+	}
+	n, err := famInt(l.f.call(ctx, latchDeleteScript, l.keys, "1").Get(ctx))
+	return n == 1, err
+}
+
+func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration, watch bool) (*famWaiter[struct{}], *future.Future[struct{}]) {
+	if err := famCheck(l.f.c, op, l.name); err != nil {
+		return nil, future.Completed(struct{}{}, err)
+	}
+	try := func(*famWait) *future.Future[famTry[struct{}]] {
+		return future.Then(l.f.call(background, nil, nil, "GET", l.name), func(v resp.Value, err error) (famTry[struct{}], error) {
+			n, err := famInt(v, err)
+			return famTry[struct{}]{ok: n <= 0, retry: -1}, err
+		})
+	}
+	return startWait(l.f, ctx, famWaitSpec{channel: l.keys[1], policy: wakeEvery, wait: wait}, try, nil, nil, watch)
+}
+
+// Await blocks until the latch is open (count zero) or ctx ends (then ctx's error). It costs no polling: awaiters
+// wait for the latch's channel. Safe for concurrent use.
+func (l *CountDownLatch) Await(ctx context.Context) error {
+	w, fut := l.await(ctx, "CountDownLatch.Await", -1, false)
+	_, err := waitSync(ctx, w, fut)
+	return err
+}
+
+// AwaitAsync is the asynchronous form of Await. It starts no goroutine.
+func (l *CountDownLatch) AwaitAsync(ctx context.Context) *future.Future[struct{}] {
+	_, fut := l.await(ctx, "CountDownLatch.AwaitAsync", -1, true)
+	return fut
+}
+
+// AwaitTimeout waits at most timeout (0: checks once) for the latch to open and reports whether it did; ctx's
+// error when ctx ended first.
+func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration) (bool, error) {
+	if err := famWaitArg("CountDownLatch.AwaitTimeout", timeout); err != nil {
+		return false, err
+	}
+	w, fut := l.await(ctx, "CountDownLatch.AwaitTimeout", timeout, false)
+	_, err := waitSync(ctx, w, fut)
+	return famTried(err)
+}
+
+// AwaitTimeoutAsync is the asynchronous form of AwaitTimeout.
+func (l *CountDownLatch) AwaitTimeoutAsync(ctx context.Context, timeout time.Duration) *future.Future[bool] {
+	if err := famWaitArg("CountDownLatch.AwaitTimeoutAsync", timeout); err != nil {
+		return future.Completed(false, err)
+	}
+	_, fut := l.await(ctx, "CountDownLatch.AwaitTimeoutAsync", timeout, true)
+	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return famTried(err) })
+}

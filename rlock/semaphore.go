@@ -1,0 +1,189 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// Semaphore is Redisson's RSemaphore: a count of permits in the STRING <name>, taken and returned atomically by
+// scripts, with waiters woken through the channel redisson_sc:{name}, which carries the number of permits available
+// after each release: a release of n permits wakes, in order, the waiters those permits can satisfy, not every
+// waiter. Permits belong to nobody: any caller may release them, and a process that dies keeps the ones it took
+// (use PermitExpirableSemaphore for permits with leases).
+//
+// Redisson's semaphore must be set (TrySetPermits) before use; acquiring from a semaphore that was never set
+// waits until it is. Obtain it with Client.Semaphore; it is cheap, sends nothing until used, and is safe for
+// concurrent use. Invalid input (zero or negative permits, a negative wait) returns an *ArgumentError before
+// anything is sent.
+type Semaphore struct {
+	f    *family
+	name string
+	keys []string // {name, channel}
+}
+
+// Semaphore returns a handle on the semaphore called name. It does no I/O; an empty name is reported by the
+// handle's methods as an *ArgumentError.
+func (c *Client) Semaphore(name string) *Semaphore {
+	return &Semaphore{f: c.fam(), name: name, keys: []string{name, famPrefixName("redisson_sc", name)}}
+}
+
+// Name returns the semaphore's name (its Redis key).
+func (s *Semaphore) Name() string { return s.name }
+
+// famPermitsArg validates a permit count that must be positive.
+func famPermitsArg(op string, n int) error {
+	if n <= 0 {
+		return &ArgumentError{Op: op, Arg: "permits", Value: strconv.Itoa(n), Reason: "must be positive"}
+	}
+	return nil
+}
+
+func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration, watch bool) (*famWaiter[struct{}], *future.Future[struct{}]) {
+	if err := famCheck(s.f.c, op, s.name); err != nil {
+		return nil, future.Completed(struct{}{}, err)
+	}
+	if err := famPermitsArg(op, permits); err != nil {
+		return nil, future.Completed(struct{}{}, err)
+	}
+	n := strconv.Itoa(permits)
+	try := func(*famWait) *future.Future[famTry[struct{}]] {
+		return future.Then(s.f.callOnce(background, semAcquireScript, s.keys[:1], n),
+			func(v resp.Value, err error) (famTry[struct{}], error) {
+				got, err := famInt(v, err)
+				return famTry[struct{}]{ok: got == 1, retry: -1}, err
+			})
+	}
+	undo := func(struct{}) { s.giveBack(permits) }
+	spec := famWaitSpec{channel: s.keys[1], policy: wakePermits, need: int64(permits), wait: wait}
+	return startWait(s.f, ctx, spec, try, undo, nil, watch)
+}
+
+// giveBack returns permits taken for a call whose caller will never see them.
+func (s *Semaphore) giveBack(permits int) {
+	s.f.callOnce(background, semReleaseScript, s.keys, strconv.Itoa(permits)).OnComplete(func(_ resp.Value, err error) {
+		if err != nil && !s.f.isClosed() {
+			s.f.c.log.Warn("rlock: returning permits taken for an abandoned acquire failed", "semaphore", s.name, "err", err)
+		}
+	})
+}
+
+// Acquire takes permits, waiting as long as ctx allows until that many are available. It returns ctx's error when
+// ctx ended first (permits taken in flight are given back). Safe for concurrent use.
+func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
+	w, fut := s.acquire(ctx, "Semaphore.Acquire", permits, -1, false)
+	_, err := waitSync(ctx, w, fut)
+	return err
+}
+
+// AcquireAsync is the asynchronous form of Acquire. It starts no goroutine; when ctx ends first the future fails
+// with ctx's error.
+func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Future[struct{}] {
+	_, fut := s.acquire(ctx, "Semaphore.AcquireAsync", permits, -1, true)
+	return fut
+}
+
+// TryAcquire takes permits if that many become available within wait (0: one attempt). It reports false when the
+// wait ran out, and returns ctx's error when ctx ended first.
+func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Duration) (bool, error) {
+	if err := famWaitArg("Semaphore.TryAcquire", wait); err != nil {
+		return false, err
+	}
+	w, fut := s.acquire(ctx, "Semaphore.TryAcquire", permits, wait, false)
+	_, err := waitSync(ctx, w, fut)
+	return famTried(err)
+}
+
+// TryAcquireAsync is the asynchronous form of TryAcquire.
+func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.Duration) *future.Future[bool] {
+	if err := famWaitArg("Semaphore.TryAcquireAsync", wait); err != nil {
+		return future.Completed(false, err)
+	}
+	_, fut := s.acquire(ctx, "Semaphore.TryAcquireAsync", permits, wait, true)
+	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return famTried(err) })
+}
+
+// famTried maps the outcome of a Try call to (acquired, error): running out of wait is false, not an error.
+func famTried(err error) (bool, error) {
+	if errors.Is(err, ErrNotAcquired) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Release returns permits and wakes the waiters they can satisfy. Anyone may release, also permits it did not
+// take (Redisson's semantics). It waits for the server's answer; a release that failed on the transport is not
+// resent unless it was never sent (it is not idempotent). Safe for concurrent use.
+func (s *Semaphore) Release(ctx context.Context, permits int) error {
+	_, err := s.ReleaseAsync(ctx, permits).Get(ctx)
+	return err
+}
+
+// ReleaseAsync is the asynchronous form of Release.
+func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Future[struct{}] {
+	if err := famCheck(s.f.c, "Semaphore.Release", s.name); err != nil {
+		return future.Completed(struct{}{}, err)
+	}
+	if err := famPermitsArg("Semaphore.Release", permits); err != nil {
+		return future.Completed(struct{}{}, err)
+	}
+	return future.Then(s.f.callOnce(ctx, semReleaseScript, s.keys, strconv.Itoa(permits)),
+		func(_ resp.Value, err error) (struct{}, error) { return struct{}{}, err })
+}
+
+// AvailablePermits returns the number of permits available now (0 when the semaphore was never set). It blocks
+// until the server answers or ctx ends.
+func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
+	if err := famCheck(s.f.c, "Semaphore.AvailablePermits", s.name); err != nil {
+		return 0, err
+	}
+	return famInt(s.f.call(ctx, nil, nil, "GET", s.name).Get(ctx))
+}
+
+// TrySetPermits sets the number of permits if the semaphore was never set, and reports whether it did; waiters
+// are woken. permits must not be negative. It blocks until the server answers or ctx ends.
+func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
+	return s.TrySetPermitsTTL(ctx, permits, 0)
+}
+
+// TrySetPermitsTTL is TrySetPermits with a time to live for the semaphore (0: none), as Redisson's
+// trySetPermits(permits, timeToLive).
+func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
+	if err := famCheck(s.f.c, "Semaphore.TrySetPermits", s.name); err != nil {
+		return false, err
+	}
+	if permits < 0 {
+		return false, &ArgumentError{Op: "Semaphore.TrySetPermits", Arg: "permits", Value: strconv.Itoa(permits), Reason: "must not be negative"}
+	}
+	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
+		return false, &ArgumentError{Op: "Semaphore.TrySetPermits", Arg: "ttl", Value: ttl.String(), Reason: "must be at least 1ms, or 0 for none"}
+	}
+	n, err := famInt(s.f.call(ctx, semTrySetScript, s.keys, strconv.Itoa(permits), famMillis(ttl)).Get(ctx))
+	return n == 1, err
+}
+
+// AddPermits adds permits (negative: removes them; the number available may then fall below zero until releases
+// bring it back) and returns the number available afterwards. permits must not be zero. It is not resent after an
+// ambiguous transport failure. It blocks until the server answers or ctx ends.
+func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
+	if err := famCheck(s.f.c, "Semaphore.AddPermits", s.name); err != nil {
+		return 0, err
+	}
+	if permits == 0 {
+		return 0, &ArgumentError{Op: "Semaphore.AddPermits", Arg: "permits", Value: "0", Reason: "must not be zero"}
+	}
+	return famInt(s.f.callOnce(ctx, semAddScript, s.keys, strconv.Itoa(permits)).Get(ctx))
+}
+
+// DrainPermits takes every available permit and returns how many it took. It blocks until the server answers or
+// ctx ends.
+func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
+	if err := famCheck(s.f.c, "Semaphore.DrainPermits", s.name); err != nil {
+		return 0, err
+	}
+	return famInt(s.f.callOnce(ctx, semDrainScript, s.keys[:1]).Get(ctx))
+}
