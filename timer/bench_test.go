@@ -255,6 +255,7 @@ type rearmRun struct {
 	mu     sync.Mutex // guards late: callbacks of time.AfterFunc and RussellLuo run on many goroutines
 	late   *hdrhistogram.Histogram
 	runs   atomic.Int64
+	early  atomic.Int64 // runs before the period had elapsed
 	stop   atomic.Bool
 }
 
@@ -265,6 +266,9 @@ func newRearmRun(period time.Duration) *rearmRun {
 // record notes one run of a chain armed at armed (nanoseconds of time.Since(origin)).
 func (r *rearmRun) record(origin time.Time, armed int64) {
 	late := int64(time.Since(origin)) - armed - int64(r.period)
+	if late < 0 {
+		r.early.Add(1)
+	}
 	r.mu.Lock()
 	_ = r.late.RecordValue(max(late/1000, 0))
 	r.mu.Unlock()
@@ -278,6 +282,7 @@ func (r *rearmRun) report(b *testing.B, cpu, hold time.Duration) {
 	b.ReportMetric(ms(99.9), "late-p999-ms")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(max(r.runs.Load(), 1)), "cpu-ns/run")
 	b.ReportMetric(float64(r.runs.Load())/hold.Seconds(), "runs/s")
+	b.ReportMetric(100*float64(r.early.Load())/float64(max(r.runs.Load(), 1)), "early-%")
 }
 
 type rearmChain struct {

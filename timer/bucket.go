@@ -1,13 +1,13 @@
 package timer
 
-// bucket is one slot of the wheel: a doubly linked ring of the timeouts whose target tick maps to the slot, with a
-// sentinel node so that a timeout can be unlinked without knowing its bucket. Owned by the worker: no other
+// bucket is one slot of the wheel or of the far ring (see wheel.go): a doubly linked ring of timeouts with a
+// sentinel node, so that a timeout can be unlinked without knowing its bucket. Owned by the worker: no other
 // goroutine reads or writes a bucket or the next/prev fields of a timeout.
 //
-// A bucket holds timeouts of several rotations. Netty stores each timeout's remaining rounds and decrements them on
-// every visit; here the worker compares the deadline with the end of the tick being processed, which is the same
-// test (remaining rounds = (target tick - current tick) / wheel size, zero exactly when the deadline falls before
-// the end of the current tick) and saves eight bytes per timeout.
+// Remaining rounds: Netty stores each timeout's remaining rounds and decrements them on every visit. Here a
+// timeout enters the wheel proper less than one rotation ahead, so it is due at its first visit; the far ring
+// holds the rest, and a cascade compares each timeout's rotation (deadline / tick / size) with the current one,
+// which is the remaining-rounds test derived from the deadline. That saves eight bytes per timeout.
 type bucket struct {
 	// ring is the sentinel: ring.next is the oldest timeout, ring.prev the newest. It is never scheduled; its
 	// deadline field holds the bucket's index, so that unlink can report which bucket it emptied.
@@ -51,8 +51,9 @@ func unlink(t *Timeout) int64 {
 }
 
 // expire runs, in insertion order, every timeout of b whose deadline is before end (the end of the tick being
-// processed), and unlinks those and the cancelled ones. Timeouts of later rotations stay. Tasks may schedule and
-// cancel timeouts while this runs: that only pushes onto the queues, never touches a bucket.
+// processed), and unlinks those and the cancelled ones. The deadline test is the guarantee that nothing runs early;
+// anything not yet due stays. Tasks may schedule and cancel timeouts while this runs: that only pushes onto the
+// queues, never touches a bucket.
 func (b *bucket) expire(w *Timer, end int64) {
 	for t := b.ring.next; t != &b.ring; {
 		next := t.next // saved before unlink clears it

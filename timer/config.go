@@ -18,8 +18,9 @@ const (
 	MinTick = time.Millisecond
 
 	// DefaultWheelSize is the default number of buckets: 1024, so that one rotation at DefaultTick (10.24 s) covers
-	// both a watchdog renewal interval (10 s) and a response timeout (3 s): each such timeout is visited once, when
-	// it is due, instead of once per rotation. The wheel costs 64 bytes per bucket (64 KiB at the default).
+	// both a watchdog renewal interval (10 s) and a response timeout (3 s): those go straight into the bucket they
+	// are due in, and only longer delays take the detour through the far ring. The wheel and the far ring cost 64
+	// bytes per bucket each (128 KiB at the default).
 	DefaultWheelSize = 1024
 
 	// MaxWheelSize is the largest wheel New builds; larger sizes are lowered to it.
@@ -42,7 +43,7 @@ type Config struct {
 	Tick time.Duration
 
 	// WheelSize is the number of buckets. It is rounded up to a power of two. Default DefaultWheelSize (1024); at
-	// most MaxWheelSize. Timeouts further away than Tick*WheelSize wait in their bucket for more rotations.
+	// most MaxWheelSize. Timeouts further away than Tick*WheelSize wait in the far ring until their rotation.
 	WheelSize int
 
 	// MaxPending caps the number of pending timeouts (scheduled, not yet run, cancelled or stopped). When the cap is

@@ -19,11 +19,12 @@
 //
 // # Wheel size
 //
-// Timeouts live in a ring of buckets (Config.WheelSize, a power of two, default 1024); a timeout goes into the
-// bucket of the tick its deadline falls in, modulo the wheel size, and a timeout further away than one rotation
-// (Tick*WheelSize, 10.24 s by default) stays in its bucket for the remaining rounds. Each tick visits one bucket,
-// so the cost of a tick is proportional to the timeouts in that bucket, not to all timeouts; choose a wheel whose
-// rotation covers the usual delays, so that each timeout is visited once, when it is due.
+// Timeouts live in a ring of buckets (Config.WheelSize, a power of two, default 1024): a timeout less than one
+// rotation (Tick*WheelSize, 10.24 s by default) away goes into the bucket of the tick its deadline falls in, and
+// each tick visits one bucket, so the cost of a tick is proportional to the timeouts due in it, not to all
+// timeouts. Timeouts further away wait in a second, coarser ring, one bucket per rotation, and move into the wheel
+// when their rotation starts: each timeout is touched about three times however far away it is (Netty's single
+// ring revisits it every rotation). Choose a rotation that covers the usual delays.
 //
 // # Accuracy
 //

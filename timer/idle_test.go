@@ -75,3 +75,26 @@ func TestSparseTimerSleepsThroughEmptyTicks(t *testing.T) {
 		t.Fatalf("the worker processed %d ticks over 505 mostly empty ones", n)
 	}
 }
+
+func TestAWakeUpRacingWithTheEndOfAnIdleWaitSkipsNoTick(t *testing.T) {
+	for range 100 {
+		tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 64})
+		p := newProbe(c, 3*testTick)
+		p.ran = make(chan struct{})
+		c.schedule(t, tm, p, 3*testTick)
+		// After placing p the worker reads the clock and goes to sleep, idle, until the end of p's tick. Between the
+		// two, end p's tick and wake the worker with a NewTimeout: its wait then finds both its sleep over and a
+		// wake-up token, and whichever it picks it must process p's tick, not skip to the current one.
+		c.mu.Lock()
+		c.beforeSleep = func() {
+			c.advance(4 * testTick)
+			if _, err := tm.NewTimeout(TaskFunc(func(*Timeout) {}), time.Hour); err != nil {
+				t.Error(err)
+			}
+		}
+		c.mu.Unlock()
+		c.advance(testTick) // end tick 0: p is placed, then the hook runs
+		awaitClosed(t, "the probe whose tick ended", p.ran, 5*time.Second)
+		stopTimer(t, tm)
+	}
+}

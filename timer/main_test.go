@@ -71,6 +71,11 @@ type manualClock struct {
 	wakeAt   int64          // guarded by mu; -1 when the worker is not sleeping
 	fire     chan time.Time // buffered (1): the worker's wake-up
 	sleeping chan struct{}  // buffered (1): a token each time the worker starts to sleep
+
+	// beforeSleep, if set, is called (once, then cleared) on the worker when it next calls sleepUntil, before the
+	// clock looks at the time: a test hook to make things happen between the worker's reading of the clock and its
+	// wait. Guarded by mu; called without it.
+	beforeSleep func()
 }
 
 func newManualClock() *manualClock {
@@ -85,6 +90,12 @@ func (c *manualClock) now() int64 {
 
 func (c *manualClock) sleepUntil(end int64) <-chan time.Time {
 	c.mu.Lock()
+	if hook := c.beforeSleep; hook != nil {
+		c.beforeSleep = nil
+		c.mu.Unlock()
+		hook()
+		c.mu.Lock()
+	}
 	defer c.mu.Unlock()
 	select {
 	case <-c.fire: // abandon an earlier wake-up

@@ -30,7 +30,12 @@ func (t *Timer) run() {
 		if woken {
 			// A NewTimeout or Cancel woke us before next. The ticks before the current one had nothing to do (next
 			// was the first tick with work), so they need no processing; handle the queues at the end of this tick.
-			tick = max(tick, now/t.tick)
+			// Never skip next itself: the wake-up may have raced with the end of its wait.
+			cur := now / t.tick
+			if next >= 0 {
+				cur = min(cur, next)
+			}
+			tick = max(tick, cur)
 			continue
 		}
 		tick = t.catchUp(next, now)
