@@ -75,3 +75,35 @@ func TestHolderLearnsThatARestartedServerLostTheLock(t *testing.T) {
 	held2 := mustLock(t, c.Lock("lock"), ctx)
 	mustUnlock(t, c.Lock("lock"), held2)
 }
+
+// A server that stops answering (SIGSTOP) cannot confirm renewals: the held context is cancelled with
+// ErrLeaseExpired when the lease ends, although the transport is still waiting for its response timeout (3 s,
+// longer than the 1 s lease).
+func TestUnreachableServerExpiresTheLeaseOnTime(t *testing.T) {
+	srv := redistest.Start(t)
+	const watchdog = time.Second
+	c := newLockClient(t, srv, watchdog)
+	ctx := ctxT(t, 20*time.Second)
+	held := mustLock(t, c.Lock("lock"), ctx)
+
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	defer srv.Resume()
+	select {
+	case <-held.Done():
+	case <-ctx.Done():
+		t.Fatal("the held context outlived its lease")
+	}
+	// The last confirmed renewal was sent before the pause, so the lease ends less than a watchdog timeout after it.
+	if d := time.Since(paused); d > watchdog {
+		t.Errorf("held context cancelled %v after the server stopped answering, want within the %v lease", d, watchdog)
+	}
+	if !errors.Is(context.Cause(held), rlock.ErrLeaseExpired) {
+		t.Fatalf("cause = %v, want ErrLeaseExpired", context.Cause(held))
+	}
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+}

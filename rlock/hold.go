@@ -142,15 +142,10 @@ func (h *hold) Run(t *timer.Timeout) {
 		return
 	}
 	h.renewing = true
-	// While the renewal is batched and in flight, the timer guards the end of the lease: if no confirmation comes
-	// in time (the server is unreachable), the held context is cancelled at expireAt, not when the transport
-	// finally gives up.
-	tm, err := c.timer.NewTimeout(h, h.expireAt()-now)
-	if err == nil {
-		h.tm = tm
-	}
+	end := h.expireAt()
 	sh.mu.Unlock()
-	c.wd.add(h)
+	// While the renewal is batched and in flight, the batch's guard watches the end of the lease (see watchdog).
+	c.wd.add(h, end)
 }
 
 // dropLocked removes a hold that ends without a release (lost, expired, force-unlocked).

@@ -18,110 +18,201 @@ import (
 //
 // Per-key results: a lock the server reports gone is lost (its held context is cancelled with ErrLockLost). A
 // batch that fails on the transport changes nothing by itself: its locks are retried after RetryDelay, and each
-// one's held context is cancelled with ErrLeaseExpired when its lease ends without a confirmed renewal (the hold's
-// timer guards that while the renewal is in flight).
+// one's held context is cancelled with ErrLeaseExpired when its lease ends without a confirmed renewal. While a
+// batch is pending or in flight, one guard timeout per batch (not per lock: a renewal then costs one timeout,
+// re-armed on confirmation) watches the earliest lease end among its locks, so that a lock whose renewal is stuck
+// — the server unreachable, the transport still waiting for its response timeout — is declared expired at its
+// lease end, not later.
 type watchdog struct {
 	c *Client
 
-	mu      sync.Mutex // guards the fields below
-	pending []*hold
-	flush   *timer.Timeout // armed while pending is not empty
+	mu      sync.Mutex  // guards the fields below
+	cur     *renewBatch // the batch being filled, nil when none
 	stopped bool
+}
+
+// renewBatch is one renewal EVALSHA: its locks, and the timeouts that send it (flush) and guard it.
+type renewBatch struct {
+	w     *watchdog
+	holds []*hold
+
+	mu       sync.Mutex     // guards the fields below
+	flush    *timer.Timeout // sends a partial batch after flushDelay (while it is w.cur)
+	guard    *timer.Timeout // fires at the earliest lease end among holds still renewing
+	firstEnd time.Duration  // the earliest expireAt among the holds that joined while pending
+	finished bool           // the reply was applied
 }
 
 func (w *watchdog) init(c *Client) { w.c = c }
 
-// add queues h for renewal. Called from h's timer task, without the shard mutex.
-func (w *watchdog) add(h *hold) {
+// add queues h for renewal; end is h's expireAt. Called from h's timer task, without the shard mutex.
+func (w *watchdog) add(h *hold, end time.Duration) {
+	c := w.c
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
 		return
 	}
-	w.pending = append(w.pending, h)
-	if len(w.pending) >= w.c.cfg.RenewBatchSize {
-		batch := w.takeLocked()
-		w.mu.Unlock()
-		w.send(batch)
-		return
-	}
-	if w.flush == nil {
-		tm, err := w.c.timer.NewTimeout(timer.TaskFunc(w.onFlush), w.c.cfg.flushDelay)
-		if err == nil {
-			w.flush = tm
+	b := w.cur
+	if b == nil {
+		b = &renewBatch{w: w, holds: make([]*hold, 0, c.cfg.RenewBatchSize), firstEnd: end}
+		w.cur = b
+		b.mu.Lock()
+		if tm, err := c.timer.NewTimeout(timer.TaskFunc(b.onFlush), c.cfg.flushDelay); err == nil {
+			b.flush = tm
 		}
+		if tm, err := c.timer.NewTimeout(b, end-c.now()); err == nil {
+			b.guard = tm
+		}
+		b.mu.Unlock()
+	}
+	if end < b.firstEnd {
+		// A renewal retried late in its lease: guard its end, not only the first one's.
+		b.mu.Lock()
+		b.firstEnd = end
+		if b.guard != nil && b.guard.Cancel() {
+			b.guard = nil
+			if tm, err := c.timer.NewTimeout(b, end-c.now()); err == nil {
+				b.guard = tm
+			}
+		}
+		b.mu.Unlock()
+	}
+	b.holds = append(b.holds, h)
+	full := len(b.holds) >= c.cfg.RenewBatchSize
+	if full {
+		w.cur = nil
 	}
 	w.mu.Unlock()
+	if full {
+		b.send()
+	}
 }
 
 // onFlush sends a partial batch whose oldest renewal waited flushDelay. It runs on the timer's worker.
-func (w *watchdog) onFlush(t *timer.Timeout) {
+func (b *renewBatch) onFlush(*timer.Timeout) {
+	w := b.w
 	w.mu.Lock()
-	if w.flush != t {
+	if w.cur != b {
 		w.mu.Unlock()
-		return
+		return // sent when it filled up
 	}
-	w.flush = nil
-	batch := w.takeLocked()
+	w.cur = nil
 	w.mu.Unlock()
-	w.send(batch)
+	b.send()
 }
 
-func (w *watchdog) takeLocked() []*hold {
-	batch := w.pending
-	w.pending = make([]*hold, 0, w.c.cfg.RenewBatchSize)
-	if w.flush != nil {
-		w.flush.Cancel()
-		w.flush = nil
-	}
-	return batch
-}
-
-// stop drops the pending renewals (Close).
+// stop drops the pending batch (Close). Batches in flight complete against holds that Close already removed.
 func (w *watchdog) stop() {
 	w.mu.Lock()
 	w.stopped = true
-	w.pending = nil
-	if w.flush != nil {
-		w.flush.Cancel()
-		w.flush = nil
-	}
+	b := w.cur
+	w.cur = nil
 	w.mu.Unlock()
+	if b != nil {
+		b.mu.Lock()
+		b.finished = true
+		b.stopTimersLocked()
+		b.mu.Unlock()
+	}
 }
 
-// send runs one renewal batch. Holds released since they were queued are renewed all the same when they are
-// still in the batch: the script only extends a lock its owner still holds, and their results are ignored.
-func (w *watchdog) send(batch []*hold) {
-	if len(batch) == 0 {
-		return
+func (b *renewBatch) stopTimersLocked() {
+	if b.flush != nil {
+		b.flush.Cancel()
+		b.flush = nil
 	}
-	c := w.c
-	keys := make([]string, len(batch))
-	args := make([]string, 1+len(batch))
+	if b.guard != nil {
+		b.guard.Cancel()
+		b.guard = nil
+	}
+}
+
+// send runs the batch: one EVALSHA. Holds released since they were queued are renewed all the same when they are
+// still in the batch: the script only extends a lock its owner still holds, and their results are ignored.
+func (b *renewBatch) send() {
+	c := b.w.c
+	b.mu.Lock()
+	if b.flush != nil {
+		b.flush.Cancel()
+		b.flush = nil
+	}
+	b.mu.Unlock()
+	keys := make([]string, len(b.holds))
+	args := make([]string, 1+len(b.holds))
 	args[0] = c.cfg.watchdogMillis
-	for i, h := range batch {
+	for i, h := range b.holds {
 		keys[i] = h.name
 		args[i+1] = h.owner
 	}
 	sentAt := c.now()
 	c.conn.Eval(background, renewScript, keys, args...).OnComplete(func(v resp.Value, err error) {
-		w.done(batch, sentAt, v, err)
+		b.done(sentAt, v, err)
 	})
 }
 
+// Run is the batch's guard: the earliest lease end among its locks has come and the renewal is not confirmed.
+// Each lock past its end expires; the guard re-arms for the others. It runs on the timer's worker.
+func (b *renewBatch) Run(t *timer.Timeout) {
+	c := b.w.c
+	b.mu.Lock()
+	if b.finished || b.guard != t {
+		b.mu.Unlock()
+		return
+	}
+	b.guard = nil
+	b.mu.Unlock()
+
+	now := c.now()
+	next := time.Duration(-1)
+	var expired []*hold
+	for _, h := range b.holds {
+		sh := c.shard(h.name)
+		sh.mu.Lock()
+		if h.state == holdHeld && h.renewing {
+			if end := h.expireAt(); now >= end {
+				h.renewing = false
+				c.dropLocked(sh, h)
+				expired = append(expired, h)
+			} else if next < 0 || end < next {
+				next = end
+			}
+		}
+		sh.mu.Unlock()
+	}
+	for _, h := range expired {
+		c.lost(h, ErrLeaseExpired)
+	}
+	if next < 0 {
+		return
+	}
+	b.mu.Lock()
+	if !b.finished {
+		if tm, err := c.timer.NewTimeout(b, next-c.now()); err == nil {
+			b.guard = tm
+		}
+	}
+	b.mu.Unlock()
+}
+
 // done applies a batch's per-key results. It runs on the event loop that received the reply.
-func (w *watchdog) done(batch []*hold, sentAt time.Duration, v resp.Value, err error) {
-	c := w.c
+func (b *renewBatch) done(sentAt time.Duration, v resp.Value, err error) {
+	c := b.w.c
+	b.mu.Lock()
+	b.finished = true
+	b.stopTimersLocked()
+	b.mu.Unlock()
+
 	var res string
 	if err == nil {
 		res, err = v.AsString()
-		if err == nil && len(res) != len(batch) {
+		if err == nil && len(res) != len(b.holds) {
 			err = &resp.TypeError{Want: "one result per key", Got: v.Type}
 		}
 	}
-	ev := RenewalEvent{Locks: len(batch), Took: c.now() - sentAt, Err: err}
-	var lost []*hold
-	for i, h := range batch {
+	ev := RenewalEvent{Locks: len(b.holds), Took: c.now() - sentAt, Err: err}
+	var lost, expired []*hold
+	for i, h := range b.holds {
 		sh := c.shard(h.name)
 		sh.mu.Lock()
 		if h.state != holdHeld || !h.renewing {
@@ -132,15 +223,14 @@ func (w *watchdog) done(batch []*hold, sentAt time.Duration, v resp.Value, err e
 		h.stopTimerLocked()
 		switch {
 		case err != nil:
-			// Retry soon; the lease's end is guarded by the hold's timer (armLocked takes the earlier of the two).
-			if c.now() >= h.expireAt() {
+			// Retry after RetryDelay, unless the lease ends first.
+			now := c.now()
+			if now >= h.expireAt() {
 				c.dropLocked(sh, h)
-				lost = append(lost, h)
-				sh.mu.Unlock()
-				continue
+				expired = append(expired, h)
+				break
 			}
-			tm, terr := c.timer.NewTimeout(h, min(c.cfg.RetryDelay, h.expireAt()-c.now()))
-			if terr == nil {
+			if tm, terr := c.timer.NewTimeout(h, min(c.cfg.RetryDelay, h.expireAt()-now)); terr == nil {
 				h.tm = tm
 			}
 		case res[i] == '1':
@@ -159,13 +249,14 @@ func (w *watchdog) done(batch []*hold, sentAt time.Duration, v resp.Value, err e
 	}
 	c.obs.RenewalBatch(ev)
 	if err != nil {
-		c.log.Warn("rlock: renewal batch failed; retrying until the leases end", "locks", len(batch), "err", err)
+		c.log.Warn("rlock: renewal batch failed; retrying until the leases end", "locks", len(b.holds), "err", err)
 	}
 	for _, h := range lost {
-		if err != nil {
-			c.lost(h, ErrLeaseExpired)
-		} else {
-			c.lost(h, ErrLockLost)
-		}
+		c.lost(h, ErrLockLost)
+	}
+	for _, h := range expired {
+		c.lost(h, ErrLeaseExpired)
 	}
 }
+
+var _ timer.Task = (*renewBatch)(nil)
