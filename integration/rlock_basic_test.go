@@ -310,3 +310,58 @@ func mustOwner(t testing.TB, held context.Context) string {
 	}
 	return o
 }
+
+func TestNewClientFromURL(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithPassword("s3cret"))
+	c, err := rlock.NewClientFromURL(srv.URL())
+	if err != nil {
+		t.Fatalf("NewClientFromURL(%s): %v", srv.URL(), err)
+	}
+	defer c.Close()
+	ctx := ctxT(t, 10*time.Second)
+	held := mustLock(t, c.Lock("lock"), ctx)
+	mustUnlock(t, c.Lock("lock"), held)
+	if _, err := rlock.NewClientFromURL(srv.URL() + "?no_such_option=1"); err == nil {
+		t.Fatal("an unknown URL option was accepted")
+	}
+}
+
+// Close fails waiters with ErrClosed, cancels held contexts with ErrClosed, and every later call returns
+// ErrClosed; goleak (TestMain) checks that nothing is left running.
+func TestCloseFailsWaitersAndLaterCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := newLockClient(t, srv, 0)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+	held := mustLock(t, holder.Lock("lock"), ctx)
+	mine := mustLock(t, c.Lock("mine"), ctx)
+
+	f := c.Lock("lock").LockAsync(ctx)
+	eventually(t, 2*time.Second, "the acquire to wait", func() bool { return c.Stats().Waiters == 1 })
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Get(ctx); !errors.Is(err, rlock.ErrClosed) {
+		t.Fatalf("waiter after Close: %v, want ErrClosed", err)
+	}
+	if !errors.Is(context.Cause(mine), rlock.ErrClosed) {
+		t.Fatalf("held context after Close: %v, want ErrClosed", context.Cause(mine))
+	}
+	if _, err := c.Lock("other").Lock(ctx); !errors.Is(err, rlock.ErrClosed) {
+		t.Fatalf("Lock after Close: %v", err)
+	}
+	if err := c.Lock("mine").Unlock(mine); !errors.Is(err, rlock.ErrClosed) {
+		t.Fatalf("Unlock after Close: %v", err)
+	}
+	if _, err := c.Lock("mine").IsLocked(ctx); !errors.Is(err, rlock.ErrClosed) {
+		t.Fatalf("IsLocked after Close: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	// Close does not release: the lock stays until its lease ends.
+	if n, _ := srv.DoInt(ctx, "EXISTS", "mine"); n != 1 {
+		t.Fatal("Close released a held lock")
+	}
+	mustUnlock(t, holder.Lock("lock"), held)
+}
