@@ -27,7 +27,8 @@ func sampleReport() *Report {
 	w3 := rec(workload.W3, "ours", 64, 1000, 5000)
 	w3.Acquired, w3.RenewCmdsPerSec, w3.RenewCmdsExpected = 1000, 10, 10
 	return &Report{
-		Meta:    Meta{Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), NumCPU: 2, N: 1000, OtherMax: 0.25},
+		Meta: Meta{Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), NumCPU: 2, N: 1000, OtherMax: 0.25,
+			Workloads: []string{"w1", "w2", "w3", "w4", "w5", "raw"}, Libraries: []string{"ours", "redsync", "rueidis"}},
 		Ceiling: c,
 		Records: []workload.Record{
 			rec(workload.W1, "ours", 64, 64, 90_000), rec(workload.W1, "redsync", 64, 64, 30_000),
