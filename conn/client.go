@@ -36,7 +36,7 @@ type Client struct {
 
 	ctx    context.Context // cancelled by Close: aborts connection attempts
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // dial goroutines and TLS reader/writer goroutines
+	wg     sync.WaitGroup // dial goroutines and stream reader/writer goroutines
 
 	closed    atomic.Bool
 	closeOnce sync.Once

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 
@@ -166,6 +167,13 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 		}
 		if err != nil {
 			return gnet.Close
+		}
+		if pc.completedMany() {
+			// The callers these replies woke are in this P's run queue; yielding lets them run now, append
+			// their next commands (the flush is marked pending, so they do not ring) and park, before the
+			// flush below: one write per turn instead of a write now and a doorbell flush moments later
+			// (measured at G=64: 13-14 commands per write instead of 8).
+			runtime.Gosched()
 		}
 	}
 	t.flush()

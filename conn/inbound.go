@@ -13,7 +13,7 @@ import (
 // connection (reset has recorded the cause).
 //
 // data may alias the transport's read buffer: decoded strings are copies (resp's contract), so nothing of data is
-// kept after return. Runs on the event loop (or the TLS reader goroutine) and never blocks; completions run future
+// kept after return. Runs on the event loop (or a stream reader goroutine) and never blocks; completions run future
 // callbacks and pub/sub handlers, which must not block either.
 func (pc *pconn) onInbound(data []byte) (int, error) {
 	vals := pc.vals[:0]
@@ -120,3 +120,7 @@ func (pc *pconn) finish(e *pending, v *resp.Value) {
 	case kindPing, kindResent:
 	}
 }
+
+// completedMany reports whether the last reader turn completed more than one command. Reader only: the reader is
+// the only writer of lastTurn, so it may read it without the mutex.
+func (pc *pconn) completedMany() bool { return pc.lastTurn > 1 }

@@ -26,15 +26,17 @@ const (
 	stateClosed
 )
 
-// transport is what moves a connection's bytes: the gnet event loop (gnetTransport) or a crypto/tls connection with
-// a reader and a writer goroutine (tlsTransport). The pipeline logic in pconn is the same over both.
+// transport is what moves a connection's bytes: a gnet event loop (gnetTransport), or a reader and a writer
+// goroutine on Go's netpoller (streamTransport: TLS connections and the latency lane). The pipeline logic in pconn
+// is the same over both.
 type transport interface {
-	// kick asks the transport's flusher (the event loop, or the TLS writer goroutine) to call pconn.takeOut and
-	// write the result soon. It does not block; safe for concurrent use.
+	// kick asks the transport's flusher (the event loop, or the writer goroutine) to call pconn.takeOut and write
+	// the result soon. It does not block; safe for concurrent use.
 	kick()
-	// writeDirect writes b to the socket at once from the calling goroutine without blocking, and returns how many
-	// bytes were written. ok is false when the transport cannot (TLS): the caller then kicks instead. Called with
-	// pconn.mu held, only when nothing else is being written.
+	// writeDirect writes b to the socket at once from the calling goroutine, without blocking (or, on a stream,
+	// only as long as a small write to an idle socket takes), and returns how many bytes were written. ok is false
+	// when the transport declines (a large batch on a stream): the caller then kicks instead. Called with pconn.mu
+	// held, only when nothing else is being written.
 	writeDirect(b []byte) (n int, ok bool)
 	// close closes the connection without blocking; the transport then calls pconn.closed once, with the cause.
 	close()
@@ -73,10 +75,10 @@ type pconn struct {
 	health       healthState
 	check        *timer.Timeout
 
-	// Owned by the flusher (event loop or TLS writer): the buffer swapped in for out at the next takeOut.
+	// Owned by the flusher (event loop or writer goroutine): the buffer swapped in for out at the next takeOut.
 	spare []byte
 
-	// Owned by the reader (event loop or TLS reader goroutine).
+	// Owned by the reader (event loop or reader goroutine).
 	dec    resp.Decoder
 	vals   []resp.Value // scratch: replies decoded in this turn
 	popped []pending    // scratch: their entries

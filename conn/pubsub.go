@@ -27,7 +27,7 @@ type Message struct {
 	Payload string // KindMessage only
 }
 
-// Handler receives a channel's messages. It runs on the event loop (or a TLS reader goroutine) that read the
+// Handler receives a channel's messages. It runs on the event loop (or the stream reader goroutine) that read the
 // message, in the order messages arrived, and MUST NOT block: hand work off with a non-blocking channel send or a
 // future. A handler that panics is recovered and logged.
 type Handler func(Message)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -96,6 +97,9 @@ func (t *streamTransport) readLoop(wg *sync.WaitGroup) {
 			if perr != nil {
 				t.close() // reset has failed the pending commands already
 				return
+			}
+			if t.pc.completedMany() {
+				runtime.Gosched() // as in the event loop's OnTraffic: let the woken callers append first
 			}
 			w = copy(buf, buf[consumed:w])
 			if w == len(buf) {
