@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,7 +45,11 @@ func newLineStream(t *testing.T) *lineStream {
 	}()
 	t.Cleanup(func() {
 		s.closeWriter()
-		<-s.done
+		select {
+		case <-s.done:
+		case <-time.After(testTimeout):
+			t.Error("a process the test started still holds an output pipe open")
+		}
 	})
 	return s
 }
@@ -208,17 +213,40 @@ func helper(t *testing.T, mode ...string) []string {
 
 // running is an rlock run in progress.
 type running struct {
-	code chan int
-	h    *harness
+	code     chan int
+	finished chan struct{} // closed when run has returned
+	h        *harness
 }
 
 // start runs rlock with args on a goroutine.
 func (h *harness) start(t *testing.T, args ...string) *running {
 	t.Helper()
-	r := &running{code: make(chan int, 1), h: h}
-	// Owner: the test. Exits when run returns; wait receives it (and a test that fails earlier still lets it end:
-	// its cleanup closes the streams and the command's lock and signals are the fake's).
-	go func() { r.code <- run(args, h.env) }()
+	r := &running{code: make(chan int, 1), finished: make(chan struct{}), h: h}
+	// Owner: the test. Exits when run returns; wait receives the code, and the cleanup below ends a run that a
+	// failed test left behind.
+	go func() {
+		defer close(r.finished)
+		r.code <- run(args, h.env)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-r.finished:
+			return
+		default:
+		}
+		// SIGKILL is forwarded to a running command; SIGTERM ends a wait.
+		select {
+		case c := <-h.sigReg:
+			c <- syscall.SIGKILL
+			c <- syscall.SIGTERM
+		default:
+		}
+		select {
+		case <-r.finished:
+		case <-time.After(testTimeout):
+			t.Error("rlock run still going after the test")
+		}
+	})
 	return r
 }
 

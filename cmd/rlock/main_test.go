@@ -41,7 +41,8 @@ func TestMain(m *testing.M) {
 //	ignore-term         print "ready", then the name of each caught signal; never exit on its own
 //	env                 print RLOCK_NAME and RLOCK_OWNER
 //	touch FILE          create FILE
-//	hold FILE ID [D]    append "start ID <unix ns>" to FILE, wait until stdin ends (or for D), append "end ID <ns>"
+//	hold FILE ID [D]    append "start ID <unix ns>" to FILE, print "holding", wait until stdin ends (or for D),
+//	                    append "end ID <ns>"
 func helperMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "helper: no mode")
@@ -91,6 +92,7 @@ func helperHold(args []string) int {
 	defer f.Close()
 	id := args[1]
 	fmt.Fprintf(f, "start %s %d\n", id, time.Now().UnixNano())
+	fmt.Println("holding")
 	if len(args) > 2 {
 		d, _ := time.ParseDuration(args[2])
 		time.Sleep(d) // the work done under the lock: the time during which an overlap would show
