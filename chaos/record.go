@@ -55,15 +55,16 @@ type Record struct {
 	G    int    `json:"g"`             // goroutine index within the worker
 	Seq  int64  `json:"s"`             // per-goroutine operation number: the acq and hold records of a hold share it
 
-	Token     int64 `json:"t,omitempty"`  // fencing token the acquire returned
-	Lease     int64 `json:"ls,omitempty"` // lease asked for; 0 = the watchdog
-	WaitStart int64 `json:"ws,omitempty"` // just before the acquire call
-	WaitBound int64 `json:"wb,omitempty"` // the wait the call was given (TryLock's wait, or its context's timeout)
-	Acquired  int64 `json:"a,omitempty"`  // just after the acquire call returned the lock
-	LastLive  int64 `json:"ll,omitempty"` // see above
-	Cancelled int64 `json:"c,omitempty"`  // see above
-	Released  int64 `json:"r,omitempty"`  // just before Unlock was called; 0 when it was not
-	End       int64 `json:"e,omitempty"`  // wait: just after the acquire returned without the lock; hold: after Unlock
+	Form      string `json:"f,omitempty"`  // the acquire form ("fenced:Lock", "plain:TryLock(wait,lease)", ...)
+	Token     int64  `json:"t,omitempty"`  // fencing token the acquire returned
+	Lease     int64  `json:"ls,omitempty"` // lease asked for; 0 = the watchdog
+	WaitStart int64  `json:"ws,omitempty"` // just before the acquire call
+	WaitBound int64  `json:"wb,omitempty"` // the wait the call was given (TryLock's wait, or its context's timeout)
+	Acquired  int64  `json:"a,omitempty"`  // just after the acquire call returned the lock
+	LastLive  int64  `json:"ll,omitempty"` // see above
+	Cancelled int64  `json:"c,omitempty"`  // see above
+	Released  int64  `json:"r,omitempty"`  // just before Unlock was called; 0 when it was not
+	End       int64  `json:"e,omitempty"`  // wait: just after the acquire returned without the lock; hold: after Unlock
 
 	Outcome string `json:"o,omitempty"`
 	Cause   string `json:"cc,omitempty"` // context.Cause of a cancelled held context
