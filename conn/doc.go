@@ -86,6 +86,14 @@
 //     PingInterval of idleness, so a dead peer is found even without traffic.
 //   - Close fails everything pending with ErrClosed, stops the loops and waits for every goroutine it started.
 //
+// # Cost
+//
+// One allocation per command, the promise, when the context cannot end (context.Background, or
+// context.WithoutCancel(ctx) with the wait bounded by Get(ctx) instead): the variadic arguments stay on the
+// caller's stack, entries live by value in the FIFO ring, and replies decode into reused scratch space. A context
+// that can end adds a context.AfterFunc registration (3 more allocations). No goroutine per command, no timer per
+// command, one write syscall per batch.
+//
 // # Scripts
 //
 // A Script carries its SHA-1, computed locally; Eval sends EVALSHA. On NOSCRIPT (a restarted or flushed server)
