@@ -14,13 +14,16 @@ import (
 type Script struct {
 	src string
 	sha string
+	hdr []byte // "$7\r\nEVALSHA\r\n$40\r\n<sha>\r\n": the constant part of every EVALSHA, encoded once
 }
 
 // NewScript returns the Script for src. It computes the SHA-1 (40 lower-case hex digits, as Redis prints it) and
 // does not block.
 func NewScript(src string) *Script {
 	sum := sha1.Sum([]byte(src))
-	return &Script{src: src, sha: hex.EncodeToString(sum[:])}
+	s := &Script{src: src, sha: hex.EncodeToString(sum[:])}
+	s.hdr = resp.AppendBulkString(resp.AppendBulkString(nil, "EVALSHA"), s.sha)
+	return s
 }
 
 // SHA returns the script's SHA-1 in lower-case hex, the name EVALSHA uses.
@@ -40,8 +43,7 @@ func appendCmd(dst []byte, s *Script, keys, args []string) []byte {
 		return resp.AppendCommand(dst, args...)
 	}
 	dst = resp.AppendArrayLen(dst, 3+len(keys)+len(args))
-	dst = resp.AppendBulkString(dst, "EVALSHA")
-	dst = resp.AppendBulkString(dst, s.sha)
+	dst = append(dst, s.hdr...)
 	dst = resp.AppendBulkInt(dst, int64(len(keys)))
 	for _, k := range keys {
 		dst = resp.AppendBulkString(dst, k)
