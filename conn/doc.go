@@ -106,8 +106,16 @@
 // Subscriptions are reference-counted per channel: a second handler sends nothing, the last Close sends
 // UNSUBSCRIBE. Each (UN)SUBSCRIBE names one channel, so its confirmation completes in FIFO order like any command,
 // and pushed messages are dispatched between them. After a reconnect every channel is subscribed again and its
-// handlers receive KindResubscribed (messages may have been missed: re-check state). Handlers and future callbacks
-// run on the event loop and must not block.
+// handlers receive KindResubscribed (messages may have been missed: re-check state).
+//
+// # Where callbacks run
+//
+// Pub/sub handlers and the callbacks of command futures (future.OnComplete, Then, Compose) run on the goroutine
+// that completes them: an event loop, a stream reader goroutine, the timer's worker (when a response timeout or a
+// dropped connection fails commands), a context.AfterFunc goroutine (cancellation), or the goroutine calling Close.
+// They must not block: every other connection of the loop waits for them. They may issue commands and subscribe
+// (nothing is locked while they run), but must not call Close. A panicking callback or handler is recovered and
+// logged.
 //
 // # TLS
 //
