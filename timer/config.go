@@ -23,8 +23,8 @@ const (
 	// bytes per bucket each (128 KiB at the default).
 	DefaultWheelSize = 1024
 
-	// MaxWheelSize is the largest wheel New builds; larger sizes are lowered to it.
-	MaxWheelSize = 1 << 20
+	// MaxWheelSize is the largest wheel New builds (8 MiB of buckets); larger sizes are lowered to it.
+	MaxWheelSize = 1 << 16
 
 	// DefaultSlowTask is the default threshold above which a task's run time (or the worker's lag behind the clock)
 	// is reported to the Observer: one default tick, since a task that runs longer makes every other task late.

@@ -48,7 +48,7 @@ type Timer struct {
 	cancels timeoutStack // cancelled timeouts still in a bucket, pushed by Cancel, taken by the worker
 	_       [56]byte
 
-	wake chan struct{} // buffered (1): a NewTimeout that finds the worker idle leaves a token, never blocking
+	wake chan struct{} // buffered (1): a NewTimeout or Cancel that finds the worker idle leaves a token
 	stop chan struct{} // closed by the Stop that moves the state to workerShutdown while the worker runs
 	done chan struct{} // closed when the worker has exited, or by Stop if the worker never started
 
