@@ -23,6 +23,7 @@ type acquirer struct {
 	wd     time.Duration // the watchdog lease, for messages
 	sigs   chan os.Signal
 	notRun string // appended to the timeout and interruption messages: "; ./deploy.sh was not run"
+	quiet  bool   // -q: a busy lock (exit 75) is not reported without -v; the exit code says it
 }
 
 // acquire takes the lock. It returns the held context, the owner and the time of the grant, or false and the exit
@@ -66,7 +67,11 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 		if sig != nil {
 			return nil, "", time.Time{}, sigCode(sig), false
 		}
-		x.rep.emit(x.busyEvent(evTimeout, st, time.Since(start)), problem,
+		k := problem
+		if x.quiet {
+			k = info
+		}
+		x.rep.emit(x.busyEvent(evTimeout, st, time.Since(start)), k,
 			fmt.Sprintf("could not acquire %s within %v: it is %s%s", x.name, x.wait, describeHolders(st), x.notRun))
 		return nil, "", time.Time{}, exitNotAcquired, false
 	case err != nil:

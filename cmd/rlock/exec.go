@@ -13,7 +13,7 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-const execSynopsis = "rlock exec [-wait D] [-lease D] [-owner UUID:N] [-grace D] [-watchdog D] NAME -- COMMAND [ARGS...]"
+const execSynopsis = "rlock exec [-wait D] [-q] [-lease D] [-owner UUID:N] [-grace D] [-watchdog D] NAME -- COMMAND [ARGS...]"
 
 // defaultGrace is the default time between SIGTERM and SIGKILL after the lock is lost: long enough for a command
 // to stop cleanly, short enough that it does not run on for long while another owner may hold the lock.
@@ -39,6 +39,7 @@ func runExec(e *env, c *common, args []string) int {
 	lease := fs.Duration("lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
 	owner := fs.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
 	grace := fs.Duration("grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
+	quiet := fs.Bool("q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
 	watchdog := fs.Duration("watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
@@ -88,7 +89,7 @@ func runExec(e *env, c *common, args []string) int {
 	x := &execRun{e: e, argv: rest, path: path, grace: *grace, acquirer: acquirer{
 		rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(wait), lease: *lease, owner: *owner,
 		wd: *watchdog, sigs: make(chan os.Signal, 2*len(forwardedSignals)),
-		notRun: fmt.Sprintf("; %s was not run", rest[0]),
+		notRun: fmt.Sprintf("; %s was not run", rest[0]), quiet: *quiet,
 	}}
 	e.notify(x.sigs, forwardedSignals...)
 	defer e.stopNotify(x.sigs)

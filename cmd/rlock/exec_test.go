@@ -209,6 +209,22 @@ func TestExecWaitZeroMakesOneAttempt(t *testing.T) {
 	}
 }
 
+func TestExecQuietBusyLockPrintsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.fake.hold("job", "other:1")
+	code, out, errs := h.runSync(t, append([]string{"exec", "-wait", "0", "-q", "job", "--"}, helper(t, "exit", "0")...)...)
+	if code != exitNotAcquired || len(out)+len(errs) != 0 {
+		t.Fatalf("code %d, stdout %q, stderr %q; want %d and no output", code, out, errs, exitNotAcquired)
+	}
+	// Errors are still reported.
+	h = newHarness(t)
+	h.fake.statusErr = errors.New("unused")
+	h.dialFn = func(rlock.Config) (locker, error) { return nil, &conn.ConnError{Addr: "x:1", Op: "connect", Err: conn.ErrTimeout} }
+	if code, _, errs := h.runSync(t, "exec", "-q", "job", "--", "true"); code != exitUnavailable || len(errs) == 0 {
+		t.Fatalf("code %d, stderr %q: -q must not hide errors", code, errs)
+	}
+}
+
 func TestExecWaitsForTheHolderThenRuns(t *testing.T) {
 	h := newHarness(t)
 	h.fake.hold("job", "other:1")

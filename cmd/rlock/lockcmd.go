@@ -10,7 +10,7 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-const lockSynopsis = "rlock lock -hold D [-wait D] [-owner UUID:N] NAME"
+const lockSynopsis = "rlock lock -hold D [-wait D] [-q] [-owner UUID:N] NAME"
 
 // runLock is `rlock lock -hold D NAME`: acquire the lock for a fixed lease and exit, printing the owner id, for
 // scripts that release it later with `rlock unlock -owner ID NAME` (or let the lease end). A watchdog cannot outlive
@@ -21,6 +21,7 @@ func runLock(e *env, c *common, args []string) int {
 	wait := waitValue(waitForever)
 	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
 	owner := fs.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
+	quiet := fs.Bool("q", false, "do not report a busy lock (exit 75 still says so)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -43,7 +44,7 @@ func runLock(e *env, c *common, args []string) int {
 	}
 	defer lk.Close() // Close keeps held locks: this one ends with its lease, or with rlock unlock
 	x := &acquirer{rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(wait), lease: *hold, owner: *owner,
-		wd: rlock.DefaultWatchdogTimeout, sigs: make(chan os.Signal, 2*len(forwardedSignals))}
+		wd: rlock.DefaultWatchdogTimeout, sigs: make(chan os.Signal, 2*len(forwardedSignals)), quiet: *quiet}
 	e.notify(x.sigs, forwardedSignals...)
 	defer e.stopNotify(x.sigs)
 	_, id, at, code, ok := x.acquire()

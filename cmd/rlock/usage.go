@@ -8,7 +8,7 @@ RLock, byte for byte: a shell job and a Java service using Redisson exclude
 each other on the same name.
 
 Commands:
-  exec [-wait D] [-lease D] [-owner UUID:N] [-grace D] [-watchdog D] NAME -- COMMAND [ARGS...]
+  exec [-wait D] [-q] [-lease D] [-owner UUID:N] [-grace D] [-watchdog D] NAME -- COMMAND [ARGS...]
         Acquire NAME (waiting up to -wait), run COMMAND with stdin, stdout
         and stderr passed through, release NAME when it exits, and exit with
         its status. The lock is renewed while COMMAND runs (or held for a
@@ -22,7 +22,7 @@ Commands:
   force-unlock NAME
         Delete NAME whoever holds it and wake its waiters. The holder notices
         at its next renewal (an rlock exec holder then stops its command).
-  lock -hold D [-wait D] [-owner UUID:N] NAME
+  lock -hold D [-wait D] [-q] [-owner UUID:N] NAME
         Acquire NAME for the fixed lease D and exit, printing the owner id on
         stdout. Release it with unlock, or let the lease run out.
   unlock -owner UUID:N NAME
@@ -47,6 +47,8 @@ exec and lock flags:
   -wait D      How long to wait for the lock: a duration (0 = one attempt)
                or forever (default). SIGINT, SIGTERM, SIGHUP or SIGQUIT give
                up the wait (exit 128+N).
+  -q           Do not report a busy lock: exit 75 says it (for cron, which
+               mails any output). Errors are still reported.
   -lease D     exec: hold the lock for at most D, not renewed; COMMAND must
                finish within D or it is treated as a lost lock. Default: the
                watchdog renews the lock while COMMAND runs.
@@ -78,7 +80,7 @@ Exit codes:
   128+N  rlock gave up waiting because of signal N (130: SIGINT)
 
 Examples:
-  rlock exec -wait 0 nightly-report -- /usr/local/bin/report.sh
+  rlock exec -wait 0 -q nightly-report -- /usr/local/bin/report.sh
   rlock -addr redis://:secret@redis:6379 exec -wait 10m deploy -- ./deploy.sh v42
   rlock status deploy
 `
