@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -118,10 +119,15 @@ func handshake(ctx context.Context, nc net.Conn, cfg *Config) error {
 	return nc.SetDeadline(time.Time{})
 }
 
-// ctxOr returns ctx's error when ctx has ended (the I/O error is then only its consequence), else err.
+// ctxOr returns ctx's error when ctx has ended (the I/O error is then only its consequence), else err. The only
+// I/O deadline set during the handshake is ctx's, so an I/O timeout is ctx's deadline even if ctx's own timer has
+// not fired yet.
 func ctxOr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w (%v)", ctx.Err(), err)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	return err
 }

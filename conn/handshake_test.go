@@ -1,9 +1,13 @@
 package conn_test
 
 import (
+	"context"
 	"errors"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/redistest"
@@ -93,5 +97,58 @@ func TestURLConfigEndToEnd(t *testing.T) {
 	v, err := c.Do(ctx, "CLIENT", "INFO").Get(ctx)
 	if err != nil || !strings.Contains(v.Str, " db=2 ") || !strings.Contains(v.Str, " name=from-url ") || !strings.Contains(v.Str, " user=carol ") {
 		t.Fatalf("CLIENT INFO = %v, %v; want db=2 name=from-url user=carol", v, err)
+	}
+}
+
+func TestNewFailsFastWhenUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	c, err := conn.New(conn.Config{Addr: addr})
+	if err == nil {
+		c.Close()
+		t.Fatal("New succeeded against a closed port")
+	}
+	if !errors.Is(err, conn.ErrUnavailable) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("err = %v; want ErrUnavailable wrapping ECONNREFUSED", err)
+	}
+}
+
+// A server that accepts but never answers the handshake makes New fail after DialTimeout with a timeout.
+func TestNewTimesOutOnASilentServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted []net.Conn
+	done := make(chan struct{})
+	go func() { // owner: this test; ends when the listener closes
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted = append(accepted, c) // never read, never answered
+		}
+	}()
+	defer func() {
+		ln.Close()
+		<-done
+		for _, c := range accepted {
+			c.Close()
+		}
+	}()
+	c, err := conn.New(conn.Config{Addr: ln.Addr().String(), DialTimeout: 150 * time.Millisecond})
+	if err == nil {
+		c.Close()
+		t.Fatal("New succeeded against a silent server")
+	}
+	var ce *conn.ConnError
+	if !errors.As(err, &ce) || !ce.Timeout() || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, conn.ErrUnavailable) {
+		t.Fatalf("err = %v; want an ErrUnavailable ConnError that is a timeout", err)
 	}
 }
