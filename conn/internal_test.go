@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/locksmith-go/locksmith/resp"
 )
 
 // The backoff never exceeds its cap, never falls below half the current step, and is 0 only for the first attempt.
@@ -91,6 +93,32 @@ func TestCheckIntervalBounds(t *testing.T) {
 	} {
 		if got := checkInterval(&Config{ResponseTimeout: tc.rt, PingInterval: tc.ping}); got != tc.want {
 			t.Errorf("checkInterval(%v, %v) = %v; want %v", tc.rt, tc.ping, got, tc.want)
+		}
+	}
+}
+
+// The encoder's fast paths produce exactly what resp's encoder produces.
+func TestAppendCmdMatchesResp(t *testing.T) {
+	s := NewScript("return 1")
+	long := string(bytes.Repeat([]byte("x"), 1234))
+	for _, tc := range []struct{ keys, args []string }{
+		{nil, nil},
+		{[]string{"k"}, []string{"30000", "uuid:1"}},
+		{[]string{"", "a-key-of-exactly-ten"[:10]}, []string{long, "99-chars-or-so"}},
+		{make([]string, 12), make([]string, 95)},
+	} {
+		want := resp.AppendArrayLen(nil, 3+len(tc.keys)+len(tc.args))
+		want = resp.AppendBulkString(want, "EVALSHA")
+		want = resp.AppendBulkString(want, s.SHA())
+		want = resp.AppendBulkInt(want, int64(len(tc.keys)))
+		for _, k := range tc.keys {
+			want = resp.AppendBulkString(want, k)
+		}
+		for _, a := range tc.args {
+			want = resp.AppendBulkString(want, a)
+		}
+		if got := appendCmd(nil, s, tc.keys, tc.args); !bytes.Equal(got, want) {
+			t.Fatalf("appendCmd(%d keys, %d args) =\n%q\nwant\n%q", len(tc.keys), len(tc.args), got, want)
 		}
 	}
 }

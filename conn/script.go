@@ -3,6 +3,7 @@ package conn
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -37,21 +38,51 @@ func (s *Script) Source() string { return s.src }
 // than looping.
 const maxScriptLoads = 3
 
-// appendCmd encodes one command: EVALSHA sha numkeys keys... args... for a script s, else args as they are.
+// appendCmd encodes one command: EVALSHA sha numkeys keys... args... for a script s, else args as they are. It
+// runs under the connection's mutex, so it is kept short: the script's constant prefix is pre-encoded, and small
+// lengths (every key, argument and count of a lock script) skip strconv (about 7% of the client's CPU at G=1024
+// went to strconv.AppendInt in the encoder, under the mutex).
 func appendCmd(dst []byte, s *Script, keys, args []string) []byte {
 	if s == nil {
 		return resp.AppendCommand(dst, args...)
 	}
-	dst = resp.AppendArrayLen(dst, 3+len(keys)+len(args))
+	dst = appendHeader(dst, '*', 3+len(keys)+len(args))
 	dst = append(dst, s.hdr...)
-	dst = resp.AppendBulkInt(dst, int64(len(keys)))
+	if n := len(keys); n < 10 {
+		dst = append(dst, '$', '1', '\r', '\n', byte('0'+n), '\r', '\n')
+	} else {
+		dst = resp.AppendBulkInt(dst, int64(n))
+	}
 	for _, k := range keys {
-		dst = resp.AppendBulkString(dst, k)
+		dst = appendBulk(dst, k)
 	}
 	for _, a := range args {
-		dst = resp.AppendBulkString(dst, a)
+		dst = appendBulk(dst, a)
 	}
 	return dst
+}
+
+// appendHeader appends "<kind><n>\r\n", with a fast path for n < 100.
+func appendHeader(dst []byte, kind byte, n int) []byte {
+	switch {
+	case n < 10:
+		return append(dst, kind, byte('0'+n), '\r', '\n')
+	case n < 100:
+		return append(dst, kind, byte('0'+n/10), byte('0'+n%10), '\r', '\n')
+	}
+	if kind == '*' {
+		return resp.AppendArrayLen(dst, n)
+	}
+	dst = append(dst, kind)
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	return append(dst, '\r', '\n')
+}
+
+// appendBulk appends s as a bulk string, like resp.AppendBulkString.
+func appendBulk(dst []byte, s string) []byte {
+	dst = appendHeader(dst, '$', len(s))
+	dst = append(dst, s...)
+	return append(dst, '\r', '\n')
 }
 
 // appendScriptLoad encodes SCRIPT LOAD src.
