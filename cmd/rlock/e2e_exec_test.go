@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -292,4 +294,24 @@ func hgetallLen(t *testing.T, srv *redistest.Server, key string) (int, map[strin
 		t.Fatalf("HGETALL %s: %v", key, err)
 	}
 	return len(m), m
+}
+
+// The command can take the same lock again through RLOCK_OWNER: a nested rlock exec re-enters instead of waiting
+// for its parent forever.
+func TestE2ENestedExecReentersThroughRLOCKOWNER(t *testing.T) {
+	srv := redistest.Start(t)
+	file := filepath.Join(t.TempDir(), "runs")
+	inner := `exec "$0" exec -wait 0 -owner "$RLOCK_OWNER" job -- "$@"`
+	p := startRlock(t, srv, append([]string{"exec", "job", "--", "sh", "-c", inner, rlockBinary(t)}, holdCmd(t, file, "inner", "")...)...)
+	p.stdout.expect(t, "holding")
+	if n, m := hgetallLen(t, srv, "job"); n != 1 || !slices.Equal(slices.Collect(maps.Values(m)), []string{"2"}) {
+		t.Fatalf("lock hash %v: want one owner with 2 holds", m)
+	}
+	p.closeStdin()
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d: %s", code, joined(p.stderr.rest(t)))
+	}
+	if n, _ := hgetallLen(t, srv, "job"); n != 0 {
+		t.Fatal("lock left behind")
+	}
 }

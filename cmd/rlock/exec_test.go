@@ -74,7 +74,7 @@ func TestExecVerboseNarratesInEnglish(t *testing.T) {
 		t.Fatalf("code %d, want 3", code)
 	}
 	all := joined(errs)
-	for _, want := range []string{"rlock: acquired job as fake-uuid:1", "rlock: started", "exited with status 3", "rlock: released job"} {
+	for _, want := range []string{"rlock: acquired job as fake-uuid:1 at once", "rlock: started", "exited with status 3", "rlock: released job"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, all)
 		}
