@@ -219,7 +219,9 @@ func TestExecQuietBusyLockPrintsNothing(t *testing.T) {
 	// Errors are still reported.
 	h = newHarness(t)
 	h.fake.statusErr = errors.New("unused")
-	h.dialFn = func(rlock.Config) (locker, error) { return nil, &conn.ConnError{Addr: "x:1", Op: "connect", Err: conn.ErrTimeout} }
+	h.dialFn = func(rlock.Config) (locker, error) {
+		return nil, &conn.ConnError{Addr: "x:1", Op: "connect", Err: conn.ErrTimeout}
+	}
 	if code, _, errs := h.runSync(t, "exec", "-q", "job", "--", "true"); code != exitUnavailable || len(errs) == 0 {
 		t.Fatalf("code %d, stderr %q: -q must not hide errors", code, errs)
 	}
