@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 
@@ -21,8 +22,10 @@ import (
 type doorbell struct {
 	wfd  int         // write end of the socketpair, non-blocking; closed by engine.stop after the loops exit
 	rung atomic.Bool // a byte is (about to be) in flight; cleared by the loop before it drains the stack
-	head atomic.Pointer[gnetTransport]
-	loop gnet.EventLoop // the loop the read end is on; set by OnOpen before enroll returns
+
+	sounding atomic.Int32 // rings decided whose byte is not written yet; close waits for zero
+	head     atomic.Pointer[gnetTransport]
+	loop     gnet.EventLoop // the loop the read end is on; set by OnOpen before enroll returns
 }
 
 var bellByte = []byte{1}
@@ -53,14 +56,14 @@ func newDoorbell(cli *gnet.Client) (*doorbell, error) {
 	return d, nil
 }
 
-// ring queues t for a flush and wakes the loop unless it is already woken. Non-blocking; safe for concurrent use.
-// The caller holds t's pconn.mu, which keeps the engine (and so wfd) alive: Client.Close closes every connection
-// under that mutex before it stops the engine.
-func (d *doorbell) ring(t *gnetTransport) {
+// ring queues t for a flush and reports whether the loop must be woken: it returns d when the caller must call
+// d.sound() (after releasing t's pconn.mu), nil when the loop is already woken. Non-blocking; safe for concurrent
+// use. The caller holds t's pconn.mu with the connection open, so the engine is running.
+func (d *doorbell) ring(t *gnetTransport) *doorbell {
 	// A connection may still be queued from an earlier ring when its own reader turn already flushed it (and
 	// cleared flushPending); pushing it again would corrupt the stack. The answer that pops it will flush it.
 	if !t.queued.CompareAndSwap(false, true) {
-		return
+		return nil
 	}
 	for {
 		old := d.head.Load()
@@ -69,10 +72,22 @@ func (d *doorbell) ring(t *gnetTransport) {
 			break
 		}
 	}
-	if d.rung.CompareAndSwap(false, true) {
-		// EAGAIN would mean the socket is full of unread bytes: the loop is due to wake anyway.
-		_, _ = syscall.Write(d.wfd, bellByte)
+	if !d.rung.CompareAndSwap(false, true) {
+		return nil
 	}
+	d.sounding.Add(1) // taken while the connection (and so the engine) is known to be alive; see close
+	return d
+}
+
+// sound writes the wake-up byte; a nil d does nothing. Called once per ring that returned d, without any pconn
+// mutex held.
+func (d *doorbell) sound() {
+	if d == nil {
+		return
+	}
+	// EAGAIN would mean the socket is full of unread bytes: the loop is due to wake anyway.
+	_, _ = syscall.Write(d.wfd, bellByte)
+	d.sounding.Add(-1)
 }
 
 // answer runs on the doorbell's loop (OnTraffic): consume the bytes, then flush every queued connection. rung is
@@ -92,7 +107,11 @@ func (d *doorbell) answer(c gnet.Conn) {
 	}
 }
 
-// close closes the write end; the read end is closed by gnet with the loop.
+// close closes the write end once no sound is pending (the read end is closed by gnet with the loop). By then
+// every connection is closed, so no new ring can start; a caller between ring and sound finishes within a syscall.
 func (d *doorbell) close() {
+	for d.sounding.Load() != 0 {
+		runtime.Gosched()
+	}
 	_ = syscall.Close(d.wfd)
 }

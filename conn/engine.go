@@ -71,7 +71,8 @@ func (e *engine) enroll(nc net.Conn, pc *pconn) (*gnetTransport, error) {
 	return t, nil
 }
 
-// stop stops the event loops and waits for them. Connections still open are closed (OnClose runs for each).
+// stop stops the event loops and waits for them. Connections still open are closed (OnClose runs for each). The
+// doorbells close last, once no caller is between deciding to sound one and sounding it.
 func (e *engine) stop() error {
 	err := e.cli.Stop()
 	for _, d := range e.bells {
@@ -95,13 +96,13 @@ var _ transport = (*gnetTransport)(nil)
 
 // kick rings the loop's doorbell, whose answer flushes this connection. Without a doorbell it uses gnet's Wake,
 // which runs OnTraffic (and so flushes) but allocates a closure per call (GNET-NOTES pitfall 7).
-func (t *gnetTransport) kick() {
+func (t *gnetTransport) kick() *doorbell {
 	if t.bell != nil {
-		t.bell.ring(t)
-		return
+		return t.bell.ring(t)
 	}
 	// An error means the engine is shutting down; the connection is closed with it.
 	_ = t.c.Wake(nil)
+	return nil
 }
 
 // flush writes what the pipeline hands over, on the loop. gnet writes at once and copies what the socket did not

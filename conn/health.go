@@ -77,14 +77,16 @@ func (pc *pconn) Run(_ *timer.Timeout) {
 		pc.reset("timeout", ErrTimeout)
 		return
 	}
+	var bell *doorbell
 	if pc.cfg.PingInterval > 0 && h.idle >= pc.cfg.PingInterval {
 		h.idle = 0
 		pc.out = appendPing(pc.out)
 		pc.pushLocked(pending{kind: kindPing})
-		pc.flushLocked()
+		bell = pc.flushLocked()
 	}
 	pc.scheduleCheckLocked()
 	pc.mu.Unlock()
+	bell.sound()
 }
 
 // appendPing encodes PING.

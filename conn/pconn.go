@@ -31,8 +31,10 @@ const (
 // is the same over both.
 type transport interface {
 	// kick asks the transport's flusher (the event loop, or the writer goroutine) to call pconn.takeOut and write
-	// the result soon. It does not block; safe for concurrent use.
-	kick()
+	// the result soon. It does not block; safe for concurrent use. Called with pconn.mu held: if it returns a
+	// doorbell, the caller must call its sound method once after releasing pconn.mu (the byte's write syscall is
+	// kept out of the critical section, where other callers would queue behind it).
+	kick() *doorbell
 	// writeDirect writes b to the socket at once from the calling goroutine, without blocking (or, on a stream,
 	// only as long as a small write to an idle socket takes), and returns how many bytes were written. ok is false
 	// when the transport declines (a large batch on a stream): the caller then kicks instead. Called with pconn.mu
@@ -113,8 +115,9 @@ func (pc *pconn) send(p *future.Promise[resp.Value], s *Script, keys, args []str
 		return err
 	}
 	pc.appendUserLocked(pending{p: p, kind: kindUser, stop: stop}, s, keys, args)
-	pc.flushLocked()
+	bell := pc.flushLocked()
 	pc.mu.Unlock()
+	bell.sound()
 	return nil
 }
 
@@ -134,8 +137,9 @@ func (pc *pconn) sendBatch(ps []*future.Promise[resp.Value], cmds []Cmd, stop fu
 		}
 		pc.appendUserLocked(e, cmds[i].Script, cmds[i].Keys, cmds[i].Args)
 	}
-	pc.flushLocked()
+	bell := pc.flushLocked()
 	pc.mu.Unlock()
+	bell.sound()
 	return nil
 }
 
@@ -149,8 +153,9 @@ func (pc *pconn) sendInternal(e pending, args ...string) bool {
 	}
 	pc.out = resp.AppendCommand(pc.out, args...)
 	pc.pushLocked(e)
-	pc.flushLocked()
+	bell := pc.flushLocked()
 	pc.mu.Unlock()
+	bell.sound()
 	return true
 }
 
@@ -181,15 +186,17 @@ func (pc *pconn) pushLocked(e pending) {
 //   - the connection is idle: write now from this goroutine when the transport can (no event-loop hand-off);
 //   - otherwise (or for any remainder) mark a flush pending and kick the transport's flusher.
 //
-// The kick happens under mu on purpose: Client.Close closes every connection under its mutex before it stops the
-// engine, so a kick can never reach a stopped loop or a closed doorbell descriptor.
-func (pc *pconn) flushLocked() {
+// The kick is decided under mu on purpose: Client.Close closes every connection under its mutex before it stops
+// the engine, so a kick can never reach a stopped loop; a doorbell's byte, written after unlocking, is covered by
+// the doorbell's own count of pending sounds, which the engine waits for before closing it. The returned doorbell
+// (nil if none) must be sounded after unlocking.
+func (pc *pconn) flushLocked() *doorbell {
 	if pc.flushPending || pc.state != stateOpen {
-		return
+		return nil
 	}
 	awaiting := pc.q.n - pc.unsent
 	if awaiting > 0 && pc.cfg.FlushPolicy == FlushOnReply {
-		return
+		return nil
 	}
 	if awaiting == 0 && pc.lastTurn <= 1 {
 		// Idle: nothing is being written (every taken byte has its entries in q, so awaiting would be > 0), so
@@ -201,7 +208,7 @@ func (pc *pconn) flushLocked() {
 			pc.unsent = 0
 			if n == len(pc.out) {
 				pc.out = pc.out[:0]
-				return
+				return nil
 			}
 			// The socket buffer is full (or the write failed): hand the rest to the flusher, which also
 			// detects a broken connection.
@@ -209,7 +216,7 @@ func (pc *pconn) flushLocked() {
 		}
 	}
 	pc.flushPending = true
-	pc.tr.kick()
+	return pc.tr.kick()
 }
 
 // takeOut hands the bytes to write to the flusher and clears flushPending; it returns nil when there is nothing to
@@ -247,11 +254,13 @@ func (pc *pconn) open(tr transport) bool {
 	pc.tr = tr
 	pc.state = stateOpen
 	pc.st.Store(int32(stateOpen))
+	var bell *doorbell
 	if len(pc.out) > 0 {
-		pc.flushLocked()
+		bell = pc.flushLocked()
 	}
 	pc.scheduleCheckLocked()
 	pc.mu.Unlock()
+	bell.sound()
 	return true
 }
 

@@ -47,11 +47,12 @@ func startStream(nc, raw net.Conn, pc *pconn, wg *sync.WaitGroup) *streamTranspo
 }
 
 // kick wakes the writer without blocking.
-func (t *streamTransport) kick() {
+func (t *streamTransport) kick() *doorbell {
 	select {
 	case t.wake <- struct{}{}:
 	default: // a kick is already pending
 	}
+	return nil
 }
 
 // maxDirectStreamWrite is the largest batch a caller writes itself on a stream connection. An idle connection's
