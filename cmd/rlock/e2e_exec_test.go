@@ -45,13 +45,16 @@ func TestE2ETwoContendingExecsNeverOverlapAndBothRun(t *testing.T) {
 	if len(spans) != 2 || spans[0].id != "A" || spans[1].id != "B" {
 		t.Fatalf("runs %v, want A then B", spans)
 	}
-	releasedA := a.stderr.nextEvent(t, "released")
+	// A's command had ended (exited event, written before the release is sent) when B got the lock. (A's released
+	// event proves nothing here: B may be granted the lock before A has even read the server's reply.)
+	exitedA := a.stderr.nextEvent(t, "exited")
 	acquiredB := b.stderr.nextEvent(t, "acquired")
-	ra, _ := releasedA.num("time_ms")
+	ea, _ := exitedA.num("time_ms")
 	ab, _ := acquiredB.num("time_ms")
-	if ab < ra {
-		t.Fatalf("B acquired at %v, before A released at %v", ab, ra)
+	if ab < ea {
+		t.Fatalf("B acquired at %v, before A's command exited at %v", ab, ea)
 	}
+	a.stderr.nextEvent(t, "released")
 	if n, _ := hgetallLen(t, srv, "job"); n != 0 {
 		t.Fatal("the lock is still there after both released it")
 	}
