@@ -12,11 +12,6 @@ import (
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// ErrEmptyCommand is returned (as the future's error) by Do and Pipeline for a command with no arguments and no
-// script, and by Eval without a script: Redis would silently ignore an empty command and the pipeline would lose
-// its step. Pass the command name first.
-var ErrEmptyCommand = errors.New("conn: empty command; pass the command name and its arguments, or a Script")
-
 // Cmd is one command of a Pipeline: a script run with EVALSHA (Script non-nil, with Keys and Args), or a plain
 // command made of Args (the name first).
 type Cmd struct {

@@ -33,6 +33,11 @@ var (
 	// ErrInvalidConfig is matched (errors.Is) by every error New and ParseURL return for a bad Config or URL; the
 	// message names the field or option at fault.
 	ErrInvalidConfig = errors.New("conn: invalid configuration")
+
+	// ErrEmptyCommand is returned (as the future's error) by Do and Pipeline for a command with no arguments and no
+	// script, and by Eval without a script: Redis would silently ignore an empty command and the pipeline would
+	// lose its step. Pass the command name first.
+	ErrEmptyCommand = errors.New("conn: empty command; pass the command name and its arguments, or a Script")
 )
 
 // ConnError is the error of a command that failed because of its connection rather than because of the server's

@@ -22,9 +22,9 @@ const (
 
 // Message is one event delivered to a Handler.
 type Message struct {
-	Kind    MessageKind
-	Channel string
-	Payload string // KindMessage only
+	Kind    MessageKind // what happened
+	Channel string      // the channel it happened on
+	Payload string      // the published payload (KindMessage only)
 }
 
 // Handler receives a channel's messages. It runs on the event loop (or the stream reader goroutine) that read the
