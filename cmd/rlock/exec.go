@@ -33,45 +33,45 @@ type execRun struct {
 
 // runExec is `rlock exec`.
 func runExec(e *env, c *common, args []string) int {
-	fs := newFlagSet("exec", execSynopsis, e, c)
+	flags := newFlagSet("exec", execSynopsis, e, c)
 	wait := waitValue(waitForever)
-	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
-	lease := fs.Duration("lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
-	owner := fs.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
-	grace := fs.Duration("grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
-	quiet := fs.Bool("q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
-	watchdog := fs.Duration("watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
-	if code, ok := parseFlags(fs, args); !ok {
+	flags.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
+	lease := flags.Duration("lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
+	owner := flags.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
+	grace := flags.Duration("grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
+	quiet := flags.Bool("q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
+	watchdog := flags.Duration("watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
+	if code, ok := parseFlags(flags, args); !ok {
 		return code
 	}
-	rest := fs.Args()
+	rest := flags.Args()
 	switch {
 	case len(rest) == 0:
-		return usageError(fs, "missing lock NAME and COMMAND")
+		return usageError(flags, "missing lock NAME and COMMAND")
 	case rest[0] == "":
-		return usageError(fs, "the lock NAME must not be empty")
+		return usageError(flags, "the lock NAME must not be empty")
 	}
 	name, rest := rest[0], rest[1:]
 	if len(rest) > 0 && rest[0] != "--" && strings.HasPrefix(rest[0], "-") {
-		return usageError(fs, "%q after NAME: flags go before NAME", rest[0])
+		return usageError(flags, "%q after NAME: flags go before NAME", rest[0])
 	}
 	if len(rest) > 0 && rest[0] == "--" {
 		rest = rest[1:]
 	}
 	if len(rest) == 0 {
-		return usageError(fs, "missing COMMAND: rlock exec NAME -- COMMAND [ARGS...]")
+		return usageError(flags, "missing COMMAND: rlock exec NAME -- COMMAND [ARGS...]")
 	}
 	switch {
 	case *lease < 0 || (*lease > 0 && *lease < rlock.MinLease):
-		return usageError(fs, "-lease %v: want 0 (the watchdog) or at least %v", *lease, rlock.MinLease)
+		return usageError(flags, "-lease %v: want 0 (the watchdog) or at least %v", *lease, rlock.MinLease)
 	case *grace < 0:
-		return usageError(fs, "-grace %v: must not be negative", *grace)
+		return usageError(flags, "-grace %v: must not be negative", *grace)
 	case *watchdog < rlock.MinLease:
-		return usageError(fs, "-watchdog %v: want at least %v", *watchdog, rlock.MinLease)
+		return usageError(flags, "-watchdog %v: want at least %v", *watchdog, rlock.MinLease)
 	}
 	if *owner != "" {
 		if err := checkOwner(*owner); err != nil {
-			return usageError(fs, "%v", err)
+			return usageError(flags, "%v", err)
 		}
 	}
 
