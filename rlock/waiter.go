@@ -348,7 +348,12 @@ func (w *waiter) abandon(err error, release bool) {
 		w.stopWatch()
 		return
 	}
-	if held, ferr, _ := w.p.Future().Peek(); release && ferr == nil && held != nil {
+	if !release {
+		return
+	}
+	// Another completion won. Peek could still see the future pending (the winner publishes its result just
+	// after winning), so wait for the result: it is being stored right now, Get returns at once.
+	if held, ferr := w.p.Future().Get(background); ferr == nil && held != nil {
 		w.c.unlockHeld(held)
 	}
 }

@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// A mix of every way an acquire can end — granted, re-entered, wait ran out, context cancelled or timed out,
+// async and sync — by 32 goroutines of two clients on two locks, racing with hand-offs. Mutual exclusion must
+// hold throughout, and when it is over nothing may be left: no lock, no hold, no waiter, no subscription.
+func TestAcquireOutcomesMixedStress(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := ctxT(t, 60*time.Second)
+	var evmu sync.Mutex
+	events := map[string][]string{}
+	obs := debugObs{f: func(owner, e string) { evmu.Lock(); events[owner] = append(events[owner], e); evmu.Unlock() }}
+	mk := func() *rlock.Client {
+		c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}, WatchdogTimeout: time.Second, Observer: obs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	clients := []*rlock.Client{mk(), mk()}
+	names := []string{"stress-a", "stress-b"}
+	var ex [2]exclusion
+	duration := 3 * time.Second
+	if testing.Short() {
+		duration = time.Second
+	}
+	end := time.Now().Add(duration)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 32; g++ {
+		wg.Add(1)
+		go func() { // owned by the test; waited for by wg
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), 7))
+			c := clients[g%2]
+			for time.Now().Before(end) {
+				k := rng.IntN(2)
+				l := c.Lock(names[k])
+				var held context.Context
+				var err error
+				switch rng.IntN(5) {
+				case 0:
+					held, err = l.Lock(ctx)
+				case 1:
+					held, err = l.TryLock(ctx, time.Duration(rng.IntN(3000))*time.Microsecond, 0)
+				case 2:
+					short, cancel := context.WithTimeout(ctx, time.Duration(rng.IntN(2000))*time.Microsecond)
+					held, err = l.Lock(short)
+					cancel()
+				case 3:
+					cctx, cancel := context.WithCancel(ctx)
+					f := l.LockAsync(cctx)
+					if rng.IntN(2) == 0 {
+						cancel()
+					}
+					held, err = f.Get(ctx)
+					cancel()
+				case 4:
+					held, err = l.TryLock(ctx, 0, time.Duration(1+rng.IntN(5))*time.Second)
+				}
+				if err != nil {
+					if !errors.Is(err, rlock.ErrNotAcquired) && !errors.Is(err, context.Canceled) &&
+						!errors.Is(err, context.DeadlineExceeded) {
+						errs <- err
+						return
+					}
+					continue
+				}
+				ex[k].enter()
+				if rng.IntN(4) == 0 { // re-enter and release the inner hold
+					if _, err := l.Lock(held); err != nil {
+						errs <- err
+						return
+					}
+					if err := l.Unlock(held); err != nil {
+						errs <- err
+						return
+					}
+				}
+				ex[k].leave()
+				if err := l.Unlock(held); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	stuck := time.AfterFunc(duration+10*time.Second, func() {
+		for i, c := range clients {
+			t.Logf("client %d: %+v", i, c.Stats())
+		}
+		for _, n := range names {
+			m, _ := srv.DoMap(context.Background(), "HGETALL", n)
+			ttl, _ := srv.DoInt(context.Background(), "PTTL", n)
+			sub, _ := srv.Do(context.Background(), "PUBSUB", "NUMSUB", "redisson_lock__channel:{"+n+"}")
+			t.Logf("%s: %v pttl %d numsub %v", n, m, ttl, sub)
+			for o := range m {
+				evmu.Lock()
+				t.Logf("events of %s: %v", o, events[o])
+				evmu.Unlock()
+			}
+		}
+	})
+	wg.Wait()
+	stuck.Stop()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for k := range ex {
+		if v := ex[k].violations.Load(); v != 0 {
+			t.Fatalf("%s: %d overlapping holds", names[k], v)
+		}
+	}
+	eventually(t, 5*time.Second, "every lock, hold, waiter and subscription to be gone", func() bool {
+		for _, c := range clients {
+			if c.Stats() != (rlock.Stats{}) {
+				return false
+			}
+		}
+		n, _ := srv.DoInt(ctx, "DBSIZE")
+		chans, _ := srv.DoStrings(ctx, "PUBSUB", "CHANNELS")
+		return n == 0 && len(chans) == 0
+	})
+}
+
+type debugObs struct {
+	rlock.NopObserver
+	f func(owner, e string)
+}
+
+func (d debugObs) Acquired(e rlock.AcquiredEvent) {
+	d.f(e.Owner, fmt.Sprintf("acq handoff=%v re=%v", e.HandOff, e.Reentrant))
+}
+func (d debugObs) Released(e rlock.ReleasedEvent) {
+	d.f(e.Owner, fmt.Sprintf("rel handoff=%v err=%v", e.HandOff, e.Err))
+}
+func (d debugObs) Lost(e rlock.LostEvent) { d.f(e.Owner, fmt.Sprintf("lost %v", e.Cause)) }
