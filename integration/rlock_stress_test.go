@@ -22,7 +22,7 @@ func TestAcquireOutcomesMixedStress(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	var evmu sync.Mutex
 	events := map[string][]string{}
-	obs := debugObs{f: func(owner, e string) { evmu.Lock(); events[owner] = append(events[owner], e); evmu.Unlock() }}
+	obs := eventLog{f: func(owner, e string) { evmu.Lock(); events[owner] = append(events[owner], e); evmu.Unlock() }}
 	mk := func() *rlock.Client {
 		c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}, WatchdogTimeout: time.Second, Observer: obs})
 		if err != nil {
@@ -138,15 +138,16 @@ func TestAcquireOutcomesMixedStress(t *testing.T) {
 	})
 }
 
-type debugObs struct {
+// eventLog records each owner's lock events, so that a stuck run can say what became of the lock it finds held.
+type eventLog struct {
 	rlock.NopObserver
 	f func(owner, e string)
 }
 
-func (d debugObs) Acquired(e rlock.AcquiredEvent) {
+func (d eventLog) Acquired(e rlock.AcquiredEvent) {
 	d.f(e.Owner, fmt.Sprintf("acq handoff=%v re=%v", e.HandOff, e.Reentrant))
 }
-func (d debugObs) Released(e rlock.ReleasedEvent) {
+func (d eventLog) Released(e rlock.ReleasedEvent) {
 	d.f(e.Owner, fmt.Sprintf("rel handoff=%v err=%v", e.HandOff, e.Err))
 }
-func (d debugObs) Lost(e rlock.LostEvent) { d.f(e.Owner, fmt.Sprintf("lost %v", e.Cause)) }
+func (d eventLog) Lost(e rlock.LostEvent) { d.f(e.Owner, fmt.Sprintf("lost %v", e.Cause)) }
