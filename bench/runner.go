@@ -129,7 +129,7 @@ func (r *runner) runCase(ctx context.Context, spec workload.Spec) workload.Recor
 func (r *runner) caseTimeout(spec workload.Spec) time.Duration {
 	d := spec.Warmup + spec.Duration + spec.Hold + 30*time.Second
 	if spec.Workload == workload.W3 {
-		d += time.Duration(spec.Keys) * time.Millisecond
+		d += 2*workload.AcquireBudget(spec.Keys) + time.Minute // acquire, release, ownership check
 	}
 	return d
 }

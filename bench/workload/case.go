@@ -37,9 +37,12 @@ type Spec struct {
 	Duration   time.Duration
 	Warmup     time.Duration
 	Hold       time.Duration // W3: how long the N locks are held
-	RunID      string        // prefix that keeps this case's keys apart from any other's
-	StallAge   time.Duration
-	StopGrace  time.Duration
+	// AcquireTimeout bounds W3's acquisitions and releases; 0 means
+	// AcquireBudget(N).
+	AcquireTimeout time.Duration
+	RunID          string // prefix that keeps this case's keys apart from any other's
+	StallAge       time.Duration
+	StopGrace      time.Duration
 }
 
 func (s *Spec) defaults() {

@@ -18,10 +18,13 @@ type memLib struct {
 	held    map[string]bool
 	waiters map[string][]chan struct{}
 	lost    map[string]bool // W3: names whose loss the fake reports and the "server" shows
+	hang    map[string]bool // W3: names whose LockWatched blocks until unhang is closed
+	unhang  chan struct{}
 }
 
 func newMemLib() *memLib {
-	return &memLib{held: map[string]bool{}, waiters: map[string][]chan struct{}{}, lost: map[string]bool{}}
+	return &memLib{held: map[string]bool{}, waiters: map[string][]chan struct{}{}, lost: map[string]bool{},
+		hang: map[string]bool{}, unhang: make(chan struct{})}
 }
 
 type memHeld struct {
@@ -99,8 +102,16 @@ func (h *memHeld) Lost() bool {
 
 func (l *memLib) Close() error { return nil }
 
-// W3: LockWatched takes the lock; names listed in lost are reported lost.
+// W3: LockWatched takes the lock; names listed in lost are reported lost;
+// names listed in hang never return until unhang is closed.
 func (l *memLib) LockWatched(ctx context.Context, name string) (WatchedHeld, error) {
+	l.mu.Lock()
+	hang := l.hang[name]
+	l.mu.Unlock()
+	if hang {
+		<-l.unhang
+		return nil, context.Canceled
+	}
 	h, err := l.Lock(ctx, name)
 	if err != nil {
 		return nil, err

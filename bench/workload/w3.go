@@ -37,36 +37,61 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	t0 := time.Now()
+	// The acquisitions are bounded (a library can block forever on a free key:
+	// BENCHMARKS.md finding 1); locks not taken by then are reported as not
+	// acquired, and acquirers stuck past the bound are abandoned.
+	budget := spec.AcquireTimeout
+	if budget <= 0 {
+		budget = AcquireBudget(n)
+	}
+	actx, cancelAcquire := context.WithTimeout(ctx, budget)
+	defer cancelAcquire()
+	var mu sync.Mutex       // guards held while acquirers may still run
+	var inCall atomic.Int32 // acquirers inside LockWatched
 	for a := 0; a < defaultAcquirers; a++ {
 		wg.Add(1)
 		// Owned by runHeld: ends when every index is taken or ctx ends; waited
 		// for just below.
 		go func(a int) {
 			defer wg.Done()
-			for ctx.Err() == nil {
+			for actx.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
 				s := time.Now()
-				h, err := wd.LockWatched(ctx, spec.key(i))
+				inCall.Add(1)
+				h, err := wd.LockWatched(actx, spec.key(i))
+				inCall.Add(-1)
 				if err != nil {
-					if ctx.Err() == nil {
+					if actx.Err() == nil {
 						errs.add(err)
 					}
 					continue
 				}
 				lat.Record(a, time.Since(s))
+				mu.Lock()
 				held[i] = h
+				mu.Unlock()
 			}
 		}(a)
 	}
-	wg.Wait()
+	if !waitGroupFor(&wg, budget+spec.StopGrace) {
+		r.Abandoned = int(inCall.Load())
+		r.Notes = append(r.Notes, "acquirers stuck in the library past the acquisition bound")
+	}
+	cancelAcquire()
 	r.AcquireSec = time.Since(t0).Seconds()
+	mu.Lock()
+	held = append([]WatchedHeld(nil), held...) // a stuck acquirer that returns late cannot touch this copy
+	mu.Unlock()
 	for _, h := range held {
 		if h != nil {
 			r.Acquired++
 		}
+	}
+	if r.Acquired < n {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d of %d locks not acquired within %s", n-r.Acquired, n, budget))
 	}
 	if r.AcquireSec > 0 {
 		r.OpsPerSec = float64(r.Acquired) / r.AcquireSec
@@ -118,18 +143,28 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	r.Lost = max(r.LostLib, r.LostServer)
 
 	t1 := time.Now()
-	releaseAll(live, &errs)
+	if !releaseAll(live, &errs, budget) {
+		r.Notes = append(r.Notes, "releases stuck in the library past the bound")
+	}
 	r.ReleaseSec = time.Since(t1).Seconds()
 	return werr
 }
 
-// releaseAll unlocks every lock with 64 goroutines.
-func releaseAll(held []WatchedHeld, errs *errorLog) {
+// AcquireBudget bounds W3's acquisition (and release) of n locks: 20 s plus
+// 100 µs per lock (21 s for 10,000, 2 min for 1,000,000).
+func AcquireBudget(n int) time.Duration {
+	return 20*time.Second + time.Duration(n)*100*time.Microsecond
+}
+
+// releaseAll unlocks every lock with 64 goroutines, and reports whether they
+// all returned within budget.
+func releaseAll(held []WatchedHeld, errs *errorLog, budget time.Duration) bool {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for a := 0; a < defaultAcquirers; a++ {
 		wg.Add(1)
-		// Owned by releaseAll: ends when every lock was released; waited for.
+		// Owned by releaseAll: ends when every lock was released; waited for
+		// up to budget (a release stuck in the library is abandoned).
 		go func() {
 			defer wg.Done()
 			for {
@@ -143,7 +178,7 @@ func releaseAll(held []WatchedHeld, errs *errorLog) {
 			}
 		}()
 	}
-	wg.Wait()
+	return waitGroupFor(&wg, budget)
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }

@@ -131,6 +131,26 @@ func TestHeldCountsLossesReportedByTheLibraryAndTheServer(t *testing.T) {
 	}
 }
 
+func TestHeldBoundsAcquisitionsThatNeverReturn(t *testing.T) {
+	lib := newMemLib()
+	defer close(lib.unhang) // lets the stuck acquirer go before goleak looks
+	s := spec(W3, 0, 50)
+	s.AcquireTimeout = 200 * time.Millisecond
+	s.StopGrace = 100 * time.Millisecond
+	lib.hang[s.keyWithDefaults(3)] = true
+	start := time.Now()
+	r := run(t, lib, s)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("W3 took %v with one acquisition stuck", took)
+	}
+	if r.Acquired != 49 {
+		t.Errorf("acquired %d, want 49 of 50", r.Acquired)
+	}
+	if r.Abandoned != 1 || len(r.Notes) == 0 {
+		t.Errorf("abandoned %d, notes %q: the stuck acquirer is not reported", r.Abandoned, r.Notes)
+	}
+}
+
 func TestHeldIsNotApplicableWithoutAWatchdog(t *testing.T) {
 	r := run(t, &stuckLib{}, spec(W3, 0, 10))
 	if r.NotApplicable == "" {
