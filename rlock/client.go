@@ -164,6 +164,8 @@ func (c *Client) Close() error {
 	for _, q := range subs {
 		q.closeSubscription()
 	}
+	// The other lock kinds of this package keep their per-client state beside the Client (semaphore_family.go).
+	closeFamily(c)
 	if c.ownsConn {
 		return c.conn.Close()
 	}
