@@ -155,6 +155,14 @@ func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.
 	return r.sync(ctx, "ReadLock.LockLease", -1, lease)
 }
 
+// LockLeaseAsync is the asynchronous form of LockLease.
+func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
+	if lease == 0 {
+		return future.Completed[context.Context](nil, &ArgumentError{Op: "ReadLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+	}
+	return r.async(ctx, "ReadLock.LockLeaseAsync", -1, lease)
+}
+
 // TryLock takes a read hold if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
 func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
@@ -251,6 +259,14 @@ func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (contex
 		return nil, &ArgumentError{Op: "WriteLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
 	}
 	return wl.sync(ctx, "WriteLock.LockLease", -1, lease)
+}
+
+// LockLeaseAsync is the asynchronous form of LockLease.
+func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
+	if lease == 0 {
+		return future.Completed[context.Context](nil, &ArgumentError{Op: "WriteLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+	}
+	return wl.async(ctx, "WriteLock.LockLeaseAsync", -1, lease)
 }
 
 // TryLock takes the write lock if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
