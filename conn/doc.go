@@ -60,10 +60,12 @@
 // So each plain-TCP server also gets one extra connection, the latency lane, read by a goroutine on Go's netpoller
 // (the same stream transport as TLS connections). pick sends a command to the lane only when the lane and every
 // event-loop connection have nothing in flight, i.e. when the Client is idle: sequential use. Any concurrency moves
-// commands to the event loops, which batch. With the lane, the p50 round trip was 27-41 µs against 19-23 µs for
-// net.Conn (1.3-1.6x; the remaining gap is one goroutine hand-off, the reply being read by the lane's goroutine
-// rather than the caller's, and the caller's own allocation and encoding). Closing it further needs a spinning
-// reader, which costs most of a core during sequential use; not done. Config.DisableLatencyLane removes the lane.
+// commands to the event loops, which batch. With the lane, the p50 round trip was 27-33 µs for PING and 36-42 µs
+// for EVALSHA, against 19-21 and 22-24 µs for net.Conn in the same interleaved runs (ratios 1.3-1.6 and 1.5-1.9):
+// the reply is read by the lane's goroutine, not the caller's (the API returns a future, so the caller cannot be
+// the reader), which costs a goroutine hand-off and, when the server takes longer than the runtime's spinning
+// threads wait, a thread wake-up. Closing the gap needs a spinning reader, which costs most of a core during
+// sequential use; not done. Config.DisableLatencyLane removes the lane.
 //
 // # Failures
 //
@@ -122,6 +124,18 @@
 // gnet has no TLS. A rediss:// connection (Config.TLS non-nil) runs over crypto/tls with a reader goroutine and a
 // writer goroutine (the stream transport, shared with the latency lane); the pipeline (buffer, FIFO, flush rules,
 // the caller's direct write of a small batch on an idle connection) is the same code.
+//
+// # Measured (2-core VM shared with other work; figures move between runs, ratios less)
+//
+//	go test ./conn -run '^$' -bench BenchmarkEvalPairs -benchtime 3s -count 3
+//	go test ./conn -run '^$' -bench BenchmarkRoundTripG1 -benchtime 20000x -count 5
+//
+// BenchmarkEvalPairs runs the acquire/release EVALSHA pairs of ../shared/BENCHMARKS.md on distinct keys. On
+// 2026-11-22 with 0.5-1.3 cores taken by other processes: G=64: 46-89 k pairs/s, 3.6-4.3 µs client CPU per pair,
+// 13.5-14.3 commands per write syscall; G=1024: 75-83 k pairs/s, 4.5-4.8 µs per pair, 20-24 commands per write;
+// one allocation per command (allocs/op counts a pair). Raw rueidis v1.0.79 EVALSHA of the same scripts, alternated
+// with conn in one process (a throwaway program, not in this repository): conn made 1.1-1.7x its pairs/s at G=64
+// and 1.4-1.5x at G=1024, with 0.28-0.32x its client CPU per pair at G=64 and 0.39-0.52x at G=1024.
 //
 // # Topology
 //
