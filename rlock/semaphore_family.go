@@ -27,6 +27,7 @@ type family struct {
 
 	mu     sync.Mutex // guards the fields below and the fields documented "guarded by the family mutex"
 	chans  map[string]*famChannel
+	waits  map[*famWait]struct{} // every call in progress, so that Close can fail it
 	holds  map[famHoldKey]*famHold
 	closed bool
 
@@ -37,21 +38,30 @@ type family struct {
 // Client's struct belongs to the lock core's files; an entry is created on first use and removed by closeFamily.
 var families sync.Map // *Client -> *family
 
-// fam returns c's family state, creating it on first use. It does not block on I/O.
+// fam returns c's family state, creating it on first use. It does not block on I/O. After Close it returns a
+// closed state that is not kept (every call on it reports ErrClosed).
 func (c *Client) fam() *family {
 	if f, ok := families.Load(c); ok {
 		return f.(*family)
 	}
-	nf := &family{c: c, chans: make(map[string]*famChannel), holds: make(map[famHoldKey]*famHold)}
+	nf := &family{c: c, chans: make(map[string]*famChannel), waits: make(map[*famWait]struct{}),
+		holds: make(map[famHoldKey]*famHold)}
 	nf.wd.f = nf
+	if c.closed.Load() {
+		nf.closed = true
+		return nf
+	}
 	f, _ := families.LoadOrStore(c, nf)
+	if c.closed.Load() {
+		// Close ran between the check and the store: do not keep the entry.
+		closeFamily(c)
+	}
 	return f.(*family)
 }
 
 // closeFamily fails every waiting family call with ErrClosed, cancels the held contexts of the family's locks
 // with cause ErrClosed (their leases run out on the server, as Client.Close documents for the plain lock), stops
-// their renewals and closes the family's subscriptions. Client.Close must call it; until it does, waiting family
-// calls end only with their context or wait (see the package documentation, "Closing").
+// their renewals and closes the family's subscriptions. Client.Close calls it before closing the transport.
 func closeFamily(c *Client) {
 	v, ok := families.LoadAndDelete(c)
 	if !ok {
@@ -62,12 +72,14 @@ func closeFamily(c *Client) {
 	f.closed = true
 	var waits []*famWait
 	var subs []*conn.Subscription
+	for w := range f.waits {
+		w.stopTimerLocked()
+		w.state = fwDone
+		w.prev, w.next, w.ch = nil, nil, nil
+		waits = append(waits, w)
+	}
+	clear(f.waits)
 	for name, ch := range f.chans {
-		for w := ch.head; w != nil; w = w.next {
-			w.stopTimerLocked()
-			w.state = fwDone
-			waits = append(waits, w)
-		}
 		ch.head, ch.tail, ch.n, ch.dead = nil, nil, 0, true
 		if ch.sub != nil {
 			subs = append(subs, ch.sub)

@@ -163,6 +163,7 @@ func (a famLeave) run() {
 // without being granted) goes to the next waiter.
 func (w *famWait) finishLocked(granted bool) famLeave {
 	w.state = fwDone
+	delete(w.f.waits, w)
 	w.stopTimerLocked()
 	ch := w.ch
 	pass := w.again && !granted && ch != nil
@@ -373,6 +374,13 @@ func startWait[T any](f *family, ctx context.Context, spec famWaitSpec, try func
 	case spec.wait > 0:
 		w.deadline = f.c.now() + spec.wait
 	}
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil, future.Completed(zero, ErrClosed)
+	}
+	f.waits[&w.famWait] = struct{}{}
+	f.mu.Unlock()
 	if watch && ctx.Done() != nil {
 		// A registration, not a goroutine (for standard contexts): the callback gets one only when ctx ends.
 		w.stopCtx = context.AfterFunc(ctx, func() { w.abandon(ctx.Err(), false) })
