@@ -242,3 +242,39 @@ func famOwner(t testing.TB, ctx context.Context) string {
 	}
 	return o
 }
+
+// A Redisson client's write lock, played with raw commands in Redisson's layout, excludes this package's readers,
+// and its unlock message ("1" on redisson_rwlock:{name}) wakes them; their read holds are in Redisson's layout.
+func TestRWLockInteroperatesWithARedissonLayoutWriter(t *testing.T) {
+	srv := redistest.Start(t)
+	c := famClient(t, srv, 0)
+	ctx := famCtx(t, 10*time.Second)
+	const java = "5f1c0f2e-8d3a-4b7e-9a61-2c4d5e6f7a8b:1" // a Redisson client's <uuid>:<threadId>
+	srv.Do(ctx, "HSET", "rw", "mode", "write", java+":write", "1")
+	srv.Do(ctx, "PEXPIRE", "rw", "30000")
+	fut := c.ReadWriteLock("rw").ReadLock().TryLockAsync(ctx, 5*time.Second, 0)
+	famSubscribed(t, srv, "redisson_rwlock:{rw}")
+	if fut.IsDone() {
+		t.Fatal("a reader got in under a Redisson writer")
+	}
+	// The Redisson writer unlocks: deletes the lock and publishes 1.
+	start := time.Now()
+	srv.Do(ctx, "DEL", "rw")
+	srv.Do(ctx, "PUBLISH", "redisson_rwlock:{rw}", "1")
+	held, err := fut.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("reader woken %v after the Redisson unlock", d)
+	}
+	owner := famOwner(t, held)
+	h, _ := srv.DoMap(ctx, "HGETALL", "rw")
+	if h["mode"] != "read" || h[owner] != "1" {
+		t.Fatalf("lock hash %v, want mode read and %s = 1", h, owner)
+	}
+	if n, _ := srv.DoInt(ctx, "EXISTS", "{rw}:"+owner+":rwlock_timeout:1"); n != 1 {
+		t.Fatal("read hold key not in Redisson's layout")
+	}
+	c.ReadWriteLock("rw").ReadLock().Unlock(held)
+}
