@@ -74,6 +74,7 @@ func (f *family) acquireLock(ctx context.Context, s famLockSpec, watch bool) (*f
 	if s.channelFor != nil {
 		channel = s.channelFor(owner)
 	}
+	start := c.now()
 	try := func(w *famWait) *future.Future[famTry[famLocked]] {
 		sentAt := c.now()
 		cmd := s.attempt(owner, leaseArg, w)
@@ -95,7 +96,7 @@ func (f *family) acquireLock(ctx context.Context, s famLockSpec, watch bool) (*f
 					f.releaseOrphan(key, s.release, count)
 					return famTry[famLocked]{}, err
 				}
-				c.obs.Acquired(AcquiredEvent{Name: s.name, Owner: owner, Wait: c.now() - sentAt, Reentrant: count > 1})
+				c.obs.Acquired(AcquiredEvent{Name: s.name, Owner: owner, Wait: c.now() - start, Reentrant: count > 1})
 				return famTry[famLocked]{ok: true, v: famLocked{held: h.held, token: token}}, nil
 			})
 	}

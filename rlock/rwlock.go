@@ -136,7 +136,8 @@ func (r *ReadLock) Name() string { return r.rw.name }
 
 // Lock takes a read hold with the watchdog: it blocks until no writer (other than the owner) holds the lock, or
 // ctx ends. Every call adds a hold (its own key); the held context is the owner's for all its read holds of this
-// lock and is cancelled when the last one goes. Safe for concurrent use.
+// lock and is cancelled when the last one goes. An owner's read holds share one renewal: while any of them uses the
+// watchdog, the watchdog renews all of them (as Redisson's does). Safe for concurrent use.
 func (r *ReadLock) Lock(ctx context.Context) (context.Context, error) {
 	return r.sync(ctx, "ReadLock.Lock", -1, 0)
 }
