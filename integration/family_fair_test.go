@@ -139,6 +139,18 @@ func TestFairLockTryWithoutWaitNeverQueues(t *testing.T) {
 	if n, _ := a.FairLock("f").HoldCount(held); n != 2 {
 		t.Fatalf("hold count %d", n)
 	}
+	if ok, _ := a.FairLock("f").IsHeldBy(held); !ok {
+		t.Fatal("IsHeldBy(holder) false")
+	}
+	if ok, _ := b.FairLock("f").IsHeldBy(rlock.WithOwner(ctx, "1")); ok {
+		t.Fatal("IsHeldBy(another owner) true")
+	}
+	if ttl, _ := a.FairLock("f").RemainTimeToLive(ctx); ttl < 25*time.Second || ttl > rlock.DefaultWatchdogTimeout {
+		t.Fatalf("RemainTimeToLive %v, want about the watchdog timeout", ttl)
+	}
+	if locked, _ := b.FairLock("f").IsLocked(ctx); !locked {
+		t.Fatal("IsLocked false")
+	}
 }
 
 func TestFairLockAbandonedWaiterLeavesAtOnce(t *testing.T) {

@@ -28,6 +28,9 @@ func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
 	if n, _ := l.HoldCount(held); n != 2 {
 		t.Fatalf("hold count %d, want 2", n)
 	}
+	if ok, _ := l.IsHeldBy(held); !ok {
+		t.Fatal("IsHeldBy(holder) false")
+	}
 	for range 2 {
 		if err := l.Unlock(held); err != nil {
 			t.Fatalf("Unlock: %v", err)

@@ -213,3 +213,9 @@ func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
 	n, err := famInt(l.f.call(ctx, nil, nil, "LLEN", l.keys[1]).Get(ctx))
 	return int(n), err
 }
+
+// RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
+// the server answers or ctx ends.
+func (l *FairLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
+	return l.f.ttl(ctx, "FairLock.RemainTimeToLive", l.name).Get(ctx)
+}

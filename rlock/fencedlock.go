@@ -174,3 +174,16 @@ func (l *FencedLock) IsLocked(ctx context.Context) (bool, error) {
 func (l *FencedLock) HoldCount(held context.Context) (int, error) {
 	return l.f.queryHeld(held, "FencedLock.HoldCount", l.name, nil, true).Get(background)
 }
+
+// IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
+// timeout, not by held's cancellation.
+func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
+	n, err := l.f.queryHeld(held, "FencedLock.IsHeldBy", l.name, nil, false).Get(background)
+	return n == 1, err
+}
+
+// RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
+// the server answers or ctx ends.
+func (l *FencedLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
+	return l.f.ttl(ctx, "FencedLock.RemainTimeToLive", l.name).Get(ctx)
+}

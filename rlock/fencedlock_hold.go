@@ -217,16 +217,6 @@ func (f *family) dropAll(name string, kinds ...famHoldKind) {
 	}
 }
 
-// holdOf returns the owner's hold of key, if this client records one.
-func (f *family) holdOf(key famHoldKey) *famHold {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if h := f.holds[key]; h != nil && h.state == famHoldHeld {
-		return h
-	}
-	return nil
-}
-
 // The hold is the parent of its held context: never cancelled itself, it carries the owner (as a pinned owner, so
 // every lock of this package, the plain lock included, acquires and releases as that owner with it) and passes
 // every other value lookup to the acquiring context.
