@@ -48,6 +48,7 @@ func BenchmarkFamilyFencedLockUnlock(b *testing.B) {
 		held, _, err := l.LockLease(ctx, 30e9)
 		if err != nil {
 			b.Error(err) // RunParallel bodies must not call Fatal
+			return
 		}
 		if err := l.Unlock(held); err != nil {
 			b.Error(err) // RunParallel bodies must not call Fatal
@@ -63,6 +64,7 @@ func BenchmarkFamilyFairLockUnlock(b *testing.B) {
 		held, err := l.LockLease(ctx, 30e9)
 		if err != nil {
 			b.Error(err) // RunParallel bodies must not call Fatal
+			return
 		}
 		if err := l.Unlock(held); err != nil {
 			b.Error(err) // RunParallel bodies must not call Fatal
@@ -77,6 +79,7 @@ func BenchmarkFamilySemaphoreAcquireRelease(b *testing.B) {
 		s := c.Semaphore(name)
 		if ok, err := s.TryAcquire(ctx, 1, 0); err != nil {
 			b.Error(err) // RunParallel bodies must not call Fatal
+			return
 		} else if !ok {
 			s.TrySetPermits(ctx, 1)
 			return
