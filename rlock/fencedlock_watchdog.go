@@ -15,8 +15,7 @@ import (
 // RetryDelay, and each hold's lease ends locally (ErrLeaseExpired) if no renewal is confirmed in time.
 //
 // It is a separate batcher from the plain lock's because its script renews the read-write lock's per-hold keys
-// too; both run on the same timer. (See the package documentation: the two could share one batcher keyed by
-// script.)
+// too; both run on the same timer. The two could become one batcher keyed by script.
 type famWatchdog struct {
 	f *family
 
