@@ -48,6 +48,9 @@ func writeAligned(b *strings.Builder, t Table) {
 	for i, r := range cells {
 		if k := naIndex(r); k >= 0 {
 			na[i] = k
+			for j := 0; j < k; j++ { // the cells before the n/a note align with the others
+				width[j] = max(width[j], utf8.RuneCountInString(r[j]))
+			}
 			continue
 		}
 		for j, c := range r {
