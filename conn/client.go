@@ -12,37 +12,47 @@ import (
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// Cmd is one command of a Pipeline: a script run with EVALSHA (Script non-nil, with Keys and Args), or a plain
-// command made of Args (the name first).
+// Cmd is one command of a Pipeline or a SendAndWait: a script run with EVALSHA (Script non-nil, with Keys and Args),
+// or a plain command made of Args (the name first).
 type Cmd struct {
 	Script *Script  // nil: a plain command made of Args
-	Keys   []string // script keys (also the routing keys for cluster, later)
+	Keys   []string // script keys; on a cluster the first one routes the command
 	Args   []string
+	// RouteKey, when set, is the key a cluster Client routes a plain command by, for commands whose first key is
+	// not their first argument (see Client.DoKey). Ignored elsewhere.
+	RouteKey string
 }
 
-// Client is the connection to one Redis deployment (today: a standalone server): a pool of auto-pipelined
-// connections on gnet event loops (or crypto/tls connections for rediss://), a dedicated pub/sub connection, and a
-// timing wheel. All its methods are safe for concurrent use. See the package documentation for the design.
+// Client is the connection to one Redis deployment — a standalone server, a master found through Sentinel, or a
+// Redis Cluster (see Config) — with a pool of auto-pipelined connections per node on gnet event loops (or
+// crypto/tls connections for rediss://), a dedicated pub/sub connection per node, and a timing wheel. All its
+// methods are safe for concurrent use. See the package documentation for the design.
 type Client struct {
 	cfg      Config
 	eng      *engine // nil over TLS
 	tm       *timer.Timer
 	ownTimer bool
 
-	ctx    context.Context // cancelled by Close: aborts connection attempts
+	ctx    context.Context // cancelled by Close: aborts connection attempts and topology queries
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // dial goroutines and stream reader/writer goroutines
+	wg     sync.WaitGroup // dial goroutines, stream reader/writer goroutines, topology refreshes
 
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	node *node // the standalone topology: one node
+	node     *node     // standalone: the server; Sentinel: the master (retargeted on a switch); nil on a cluster
+	rt       *router   // nil standalone
+	cluster  *cluster  // cluster mode
+	sentinel *sentinel // Sentinel mode
+	reg      *registry // the Client's subscriptions
+	waitOff  atomic.Bool
 }
 
-// New validates cfg, starts the event loops and dials the pool. It blocks until every connection of the pool has
-// connected or failed (each bounded by DialTimeout) and returns an error if none connected (matching ErrUnavailable,
-// wrapping the cause: refused, timeout, AUTH failure...). Connections that failed while others succeeded are retried
-// in the background. Close the Client when done.
+// New validates cfg, starts the event loops, finds the topology (asking the Sentinels for the master, or a seed
+// node for the cluster's slot map) and dials the pools. It blocks until every connection of the pools has
+// connected or failed (each bounded by DialTimeout) and returns an error if none connected (matching
+// ErrUnavailable, wrapping the cause: refused, timeout, AUTH failure, no Sentinel or seed answering...).
+// Connections that failed while others succeeded are retried in the background. Close the Client when done.
 func New(cfg Config) (*Client, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -63,23 +73,22 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		}
 	}
-	c.node = newNode(c, cfg.Addr)
-
-	var dials sync.WaitGroup
-	for _, s := range c.node.pool.all {
-		s.mu.Lock()
-		pc := newPconn(s.addr, &c.cfg, s, nil, c.tm)
-		s.cur.Store(pc)
-		s.mu.Unlock()
-		dials.Add(1)
-		go func() { // owner: New, which waits for it just below
-			defer dials.Done()
-			s.dial(pc)
-		}()
+	switch cfg.topology() {
+	case topoCluster:
+		err = c.startCluster()
+	case topoSentinel:
+		err = c.startSentinel()
+	default:
+		c.reg = newRegistry(func(string) *pubsub { return c.node.pubsub(c, false) }, nil)
+		c.node = newNode(c, cfg.Addr, &endpoint{cfg: &c.cfg})
+		var dials sync.WaitGroup
+		c.node.dialAll(&dials)
+		dials.Wait()
+		if c.node.pool.pick() == nil {
+			err = c.node.pool.unavailable()
+		}
 	}
-	dials.Wait()
-	if c.node.pool.pick() == nil {
-		err := c.node.pool.unavailable()
+	if err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -93,46 +102,64 @@ func New(cfg Config) (*Client, error) {
 // ctx bounds the command: if it ends first, the future completes at once with ctx.Err(), and the reply, when it
 // comes, is read and discarded in order. A context that can never end (context.Background) costs nothing; one that
 // can costs a context.AfterFunc registration (a few allocations). The command is queued on the least busy
-// connection and written with whatever else is queued there. Safe for concurrent use.
+// connection and written with whatever else is queued there. On a cluster it goes to the node of its key (see
+// "Cluster" in doc.go: args[1] for most commands, the first key of EVAL/EVALSHA/FCALL, any master for keyless
+// commands); use DoKey when the key is elsewhere. Safe for concurrent use.
 func (c *Client) Do(ctx context.Context, args ...string) *future.Future[resp.Value] {
 	if len(args) == 0 {
 		return future.Completed(resp.Value{}, ErrEmptyCommand)
 	}
-	return c.do(ctx, nil, nil, args)
+	return c.do(ctx, nil, nil, args, "")
+}
+
+// DoKey is Do with an explicit routing key: on a cluster the command goes to the node serving key's slot (for a
+// command whose first key is not args[1], such as OBJECT ENCODING key or XREAD ... STREAMS key). Elsewhere it is
+// Do. Safe for concurrent use.
+func (c *Client) DoKey(ctx context.Context, key string, args ...string) *future.Future[resp.Value] {
+	if len(args) == 0 {
+		return future.Completed(resp.Value{}, ErrEmptyCommand)
+	}
+	return c.do(ctx, nil, nil, args, key)
 }
 
 // Eval runs s with EVALSHA (keys, then args) and returns its future without blocking; see Do for the future and the
 // context. On a NOSCRIPT reply the connection sends SCRIPT LOAD and the same EVALSHA again before completing the
 // future: the caller never sees NOSCRIPT (unless the script keeps vanishing). keys and args are encoded before Eval
-// returns and not kept. Safe for concurrent use.
+// returns and not kept. On a cluster it goes to the node of keys[0]'s slot, and keys in different slots fail with a
+// *CrossSlotError (ErrCrossSlot) before anything is sent. Safe for concurrent use.
 func (c *Client) Eval(ctx context.Context, s *Script, keys []string, args ...string) *future.Future[resp.Value] {
 	if s == nil {
 		return future.Completed(resp.Value{}, ErrEmptyCommand)
 	}
-	return c.do(ctx, s, keys, args)
+	return c.do(ctx, s, keys, args, "")
 }
 
 // do queues one command. keys and args are encoded before do returns and never stored anywhere, so they do not
 // escape and a caller's variadic arguments stay on its stack: one allocation per command, the promise. (The script
 // travels separately from them for the same reason: escape analysis is field-insensitive, so storing a pointer
 // loaded from a struct would leak the struct's slices too.)
-func (c *Client) do(ctx context.Context, s *Script, keys, args []string) *future.Future[resp.Value] {
+func (c *Client) do(ctx context.Context, s *Script, keys, args []string, routeKey string) *future.Future[resp.Value] {
 	if err := ctx.Err(); err != nil {
 		return future.Completed(resp.Value{}, err)
 	}
 	if c.closed.Load() {
 		return future.Completed(resp.Value{}, ErrClosed)
 	}
-	n := c.route(keys)
 	p := future.NewPromise[resp.Value]()
 	stop := afterCancel(ctx, p)
+	if c.rt != nil {
+		c.rt.do(p, nil, stop, s, keys, args, routeKey)
+		return p.Future()
+	}
+	n := c.node
+	e := pending{p: p, kind: kindUser, stop: stop, slot: -1}
 	// A connection picked may close before send locks it: pick again (its replacement, or none).
 	for range len(n.pool.all) + 1 {
 		pc := n.pool.pick()
 		if pc == nil {
 			break
 		}
-		if err := pc.send(p, s, keys, args, stop); err == nil {
+		if pc.send(e, s, keys, args) == nil {
 			return p.Future()
 		}
 	}
@@ -147,6 +174,12 @@ func (c *Client) do(ctx context.Context, s *Script, keys, args []string) *future
 // next waiter's acquire reach the server back to back), and returns one future per command, completed as Do's. It
 // does not block; ctx bounds every command as in Do. If a command is empty, every future fails with
 // ErrEmptyCommand and nothing is sent. (Commands re-sent after NOSCRIPT go to the end of the connection's queue.)
+//
+// On a cluster, every command with a key (Cmd.Keys[0], Cmd.RouteKey, or the key of a plain command) must be served
+// by one node, else every future fails with ErrCrossNode and nothing is sent; keyless commands (WAIT) follow the
+// others. On a Sentinel or cluster Client a command that the server refuses without running it (MOVED, ASK,
+// TRYAGAIN, CLUSTERDOWN, LOADING, READONLY) is sent again on its own, no longer contiguous with the others (use
+// SendAndWait for a command and its WAIT); if no connection is usable, every future fails with ErrUnavailable.
 // Safe for concurrent use.
 func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[resp.Value] {
 	futs := make([]*future.Future[resp.Value], len(cmds))
@@ -170,30 +203,43 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 	if c.closed.Load() {
 		return fail(ErrClosed)
 	}
-	n := c.route(cmds[0].Keys)
+	n := c.node
+	es := make([]pending, len(cmds))
+	for i := range es {
+		es[i] = pending{kind: kindUser, slot: -1}
+	}
+	if c.cluster != nil {
+		var err error
+		if n, err = c.cluster.pipelineNode(cmds, es); err != nil {
+			return fail(err)
+		}
+	}
 	ps := make([]*future.Promise[resp.Value], len(cmds))
 	for i := range ps {
 		ps[i] = future.NewPromise[resp.Value]()
 		futs[i] = ps[i].Future()
+		es[i].p = ps[i]
 	}
-	var stop func() bool
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() {
+		// One AfterFunc for the whole batch, unregistered with the last reply.
+		es[len(es)-1].stop = context.AfterFunc(ctx, func() {
 			for _, p := range ps {
 				p.Fail(ctx.Err())
 			}
 		})
 	}
-	for range len(n.pool.all) + 1 {
-		pc := n.pool.pick()
-		if pc == nil {
-			break
-		}
-		if err := pc.sendBatch(ps, cmds, stop); err == nil {
-			return futs
+	if n != nil {
+		for range len(n.pool.all) + 1 {
+			pc := n.pool.pick()
+			if pc == nil {
+				break
+			}
+			if err := pc.sendBatch(es, cmds); err == nil {
+				return futs
+			}
 		}
 	}
-	if stop != nil {
+	if stop := es[len(es)-1].stop; stop != nil {
 		stop()
 	}
 	err := c.unavailable(n)
@@ -203,23 +249,36 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 	return futs
 }
 
-// Subscribe subscribes h to channel on the server's dedicated pub/sub connection and returns a future of the
-// Subscription, without blocking. The future completes once the server confirmed the subscription (at once if the
-// channel is already subscribed by another handler: a second subscriber sends nothing), so a caller can subscribe
-// before retrying an operation and miss no message published after that. It fails with a *ConnError matching
-// ErrUnavailable when the pub/sub connection is down, and with ErrClosed after Close. After a reconnect every
-// channel is subscribed again and its handlers receive KindResubscribed. h runs on the event loop and must not
-// block. Safe for concurrent use.
+// Subscribe subscribes h to channel on a dedicated pub/sub connection and returns a future of the Subscription,
+// without blocking. The future completes once the server confirmed the subscription (at once if the channel is
+// already subscribed by another handler: a second subscriber sends nothing), so a caller can subscribe before
+// retrying an operation and miss no message published after that. It fails with a *ConnError matching
+// ErrUnavailable when the pub/sub connection is down, and with ErrClosed after Close. After a reconnect, a master
+// switch (Sentinel) or a move of the channel's slot (cluster), the channel is subscribed again and its handlers
+// receive KindResubscribed. On a cluster the channel is subscribed on the node serving its slot, with SSUBSCRIBE
+// when the servers have sharded pub/sub (see PublishCommand). h runs on the event loop and must not block. Safe for
+// concurrent use.
 func (c *Client) Subscribe(channel string, h Handler) *future.Future[*Subscription] {
 	if c.closed.Load() {
 		return future.Completed[*Subscription](nil, ErrClosed)
 	}
-	ps := c.node.pubsub(c)
-	if ps == nil {
-		return future.Completed[*Subscription](nil, ErrClosed)
-	}
-	return ps.subscribe(channel, h)
+	return c.reg.subscribe(channel, h)
 }
+
+// PublishCommand returns the command that reaches this Client's subscribers of a channel: "spublish" on a cluster
+// whose servers have sharded pub/sub (Redis 7; probed once by New) unless Config.DisableShardedPubSub, else
+// "publish". Scripts that publish should take it as an argument (redis.call(ARGV[n], channel, message)), as
+// Redisson's do, so that Go and Java clients on one cluster agree. Safe for concurrent use.
+func (c *Client) PublishCommand() string {
+	if c.cluster != nil && c.cluster.sharded {
+		return "spublish"
+	}
+	return "publish"
+}
+
+// IsCluster reports whether the Client talks to a Redis Cluster: a multi-key command or script then needs all its
+// keys in one hash slot (KeySlot), and batches of keys must be grouped by slot.
+func (c *Client) IsCluster() bool { return c.cluster != nil }
 
 // Timer returns the timing wheel the Client uses (the one given in Config, or its own): one wheel per library
 // client, shared with rlock's watchdog. It is stopped by Close only if the Client created it.
@@ -227,15 +286,33 @@ func (c *Client) Timer() *timer.Timer { return c.tm }
 
 // Close fails every pending command and subscription with ErrClosed, closes every connection, stops the event
 // loops (and the Client's own timer), and waits for every goroutine the Client started to exit. It blocks until
-// then (connection attempts in progress are cancelled). Later calls do nothing and return nil. Safe for concurrent
-// use; it must not be called from a future callback or a pub/sub handler (they run on the event loop it stops).
+// then (connection attempts and topology queries in progress are cancelled). Later calls do nothing and return
+// nil. Safe for concurrent use; it must not be called from a future callback or a pub/sub handler (they run on the
+// event loop it stops).
 func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.cancel()
-		c.node.close()
+		if c.reg != nil {
+			c.reg.close()
+		}
+		if c.sentinel != nil {
+			c.sentinel.close()
+		}
+		if c.cluster != nil {
+			c.cluster.close()
+		}
+		if c.node != nil {
+			c.node.close(nil)
+		}
+		if c.rt != nil {
+			c.rt.close()
+		}
 		c.wg.Wait()
+		if c.rt != nil {
+			c.rt.close() // retries scheduled by connections that failed during the wait
+		}
 		if c.eng != nil {
 			err = c.eng.stop()
 		}
@@ -246,13 +323,13 @@ func (c *Client) Close() error {
 	return err
 }
 
-// route returns the node for a command on keys. Standalone: the one node. Cluster (later) hashes keys to a slot.
-func (c *Client) route([]string) *node { return c.node }
-
-// unavailable is the error of a command that found no usable connection.
+// unavailable is the error of a command that found no usable connection on n.
 func (c *Client) unavailable(n *node) error {
 	if c.closed.Load() {
 		return ErrClosed
+	}
+	if n == nil {
+		return unavailableError("", "connect", errors.New("no cluster node known"))
 	}
 	return n.pool.unavailable()
 }

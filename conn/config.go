@@ -34,6 +34,15 @@ const (
 	DefaultReconnectMinBackoff = 50 * time.Millisecond
 	// DefaultReconnectMaxBackoff caps the delay between connection attempts.
 	DefaultReconnectMaxBackoff = 2 * time.Second
+	// DefaultTopologyRefreshInterval is how often a cluster Client re-reads the slot map (CLUSTER SHARDS or CLUSTER
+	// SLOTS) and a Sentinel Client asks the Sentinels for the master, besides the refreshes that errors, MOVED
+	// replies and +switch-master messages trigger at once.
+	DefaultTopologyRefreshInterval = 5 * time.Second
+	// DefaultRetryTimeout bounds how long a Sentinel or cluster Client keeps re-sending a command that was not run:
+	// refused with MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING or READONLY, or never sent because its node was
+	// unreachable. It covers a failover with the defaults measured here (Sentinel down-after 2 s or
+	// cluster-node-timeout 2 s, plus about a second of election); the caller's context bounds it too.
+	DefaultRetryTimeout = 5 * time.Second
 	// DefaultEventLoops is the number of gnet event loops of a Client: one loop (one OS thread) serves every
 	// connection; two measured no better on the 2-core machines here (the loop used 0.2-0.5 of a core at the
 	// server's limit) and cost a thread.
@@ -68,10 +77,41 @@ func (p FlushPolicy) String() string {
 }
 
 // Config configures a Client. The zero value (plus Addr) is a working configuration: New applies the Default*
-// constants to every zero field. ParseURL builds one from a redis:// or rediss:// URL.
+// constants to every zero field. ParseURL builds one from a URL (redis://, rediss://, redis-sentinel://,
+// redis-cluster://...).
+//
+// The topology is chosen by which address field is set: Addr for one server (standalone), SentinelAddrs and
+// MasterName for a master found through Sentinel, ClusterAddrs for a Redis Cluster. Setting more than one is an
+// error. Every other field applies to every data node of the topology.
 type Config struct {
-	// Addr is the server's host:port. Default DefaultAddr.
+	// Addr is the server's host:port. Default DefaultAddr (when no other topology is configured).
 	Addr string
+
+	// SentinelAddrs, when set, makes the Client find the master named MasterName through these Sentinels
+	// (host:port each): SENTINEL GET-MASTER-ADDR-BY-NAME, then ROLE on every connection to the master, which must
+	// say master. The Client follows +switch-master on every Sentinel and moves its connections and subscriptions
+	// to the new master. See "Sentinel" in doc.go.
+	SentinelAddrs []string
+	// MasterName is the name the Sentinels monitor the master under. Required with SentinelAddrs.
+	MasterName string
+	// SentinelUsername and SentinelPassword authenticate the connections to the Sentinels (which may have their
+	// own requirepass or ACL user); empty sends no AUTH to them. Username and Password are for the data nodes.
+	SentinelUsername, SentinelPassword string
+
+	// ClusterAddrs, when set, makes the Client a Redis Cluster client: it reads the slot map from the first of
+	// these seed nodes (host:port each) that answers, keeps a node (a pool and a pub/sub connection) per master,
+	// and routes each command by the hash slot of its first key. DB must be 0. See "Cluster" in doc.go.
+	ClusterAddrs []string
+	// DisableShardedPubSub makes a cluster Client use SUBSCRIBE and PUBLISH even when the servers have sharded
+	// pub/sub (Redis 7: SSUBSCRIBE, SPUBLISH), for peers that publish with PUBLISH (Redisson with
+	// shardedSubscriptionMode OFF). See Client.PublishCommand.
+	DisableShardedPubSub bool
+	// TopologyRefreshInterval is the period of the topology refresh of a Sentinel or cluster Client. Default
+	// DefaultTopologyRefreshInterval; negative turns the periodic refresh off (errors still trigger one).
+	TopologyRefreshInterval time.Duration
+	// RetryTimeout bounds how long a Sentinel or cluster Client re-sends a command that was not run (see
+	// DefaultRetryTimeout); the command's context bounds it too. Default DefaultRetryTimeout.
+	RetryTimeout time.Duration
 	// Username and Password authenticate the connection: AUTH password when Username is empty, AUTH username
 	// password (Redis 6 ACL) otherwise. No AUTH is sent when both are empty.
 	Username, Password string
@@ -123,11 +163,11 @@ type Config struct {
 // withDefaults returns c with every zero field set to its default, after validating it. Errors match
 // ErrInvalidConfig and name the field.
 func (c Config) withDefaults() (Config, error) {
-	if c.Addr == "" {
-		c.Addr = DefaultAddr
+	if err := c.checkTopology(); err != nil {
+		return c, err
 	}
-	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return c, invalid("Addr %q is not host:port: %v", c.Addr, err)
+	if c.Addr == "" && c.topology() == topoStandalone {
+		c.Addr = DefaultAddr
 	}
 	if c.DB < 0 {
 		return c, invalid("DB %d is negative", c.DB)
@@ -156,6 +196,7 @@ func (c Config) withDefaults() (Config, error) {
 		{"ResponseTimeout", &c.ResponseTimeout, DefaultResponseTimeout},
 		{"ReconnectMinBackoff", &c.ReconnectMinBackoff, DefaultReconnectMinBackoff},
 		{"ReconnectMaxBackoff", &c.ReconnectMaxBackoff, DefaultReconnectMaxBackoff},
+		{"RetryTimeout", &c.RetryTimeout, DefaultRetryTimeout},
 	} {
 		if *d.v < 0 {
 			return c, invalid("%s %v is negative", d.name, *d.v)
@@ -166,6 +207,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
+	}
+	if c.TopologyRefreshInterval == 0 {
+		c.TopologyRefreshInterval = DefaultTopologyRefreshInterval
 	}
 	if c.ReconnectMaxBackoff < c.ReconnectMinBackoff {
 		return c, invalid("ReconnectMaxBackoff %v is below ReconnectMinBackoff %v", c.ReconnectMaxBackoff, c.ReconnectMinBackoff)
@@ -179,4 +223,67 @@ func (c Config) withDefaults() (Config, error) {
 // invalid builds an error matching ErrInvalidConfig.
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+}
+
+// topologyKind is the deployment a Config describes.
+type topologyKind int
+
+const (
+	topoStandalone topologyKind = iota
+	topoSentinel
+	topoCluster
+)
+
+// topology returns the deployment c describes (checkTopology has rejected mixtures).
+func (c *Config) topology() topologyKind {
+	switch {
+	case len(c.SentinelAddrs) > 0:
+		return topoSentinel
+	case len(c.ClusterAddrs) > 0:
+		return topoCluster
+	}
+	return topoStandalone
+}
+
+// checkTopology rejects a Config that names more than one topology, a malformed address, a Sentinel
+// configuration without a master name, and a cluster with a database other than 0.
+func (c *Config) checkTopology() error {
+	set := 0
+	for _, on := range []bool{c.Addr != "", len(c.SentinelAddrs) > 0, len(c.ClusterAddrs) > 0} {
+		if on {
+			set++
+		}
+	}
+	if set > 1 {
+		return invalid("more than one of Addr, SentinelAddrs and ClusterAddrs is set; set the one that names your deployment")
+	}
+	for _, l := range []struct {
+		name  string
+		addrs []string
+	}{{"Addr", []string{c.Addr}}, {"SentinelAddrs", c.SentinelAddrs}, {"ClusterAddrs", c.ClusterAddrs}} {
+		for _, a := range l.addrs {
+			if a == "" && l.name == "Addr" {
+				continue
+			}
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return invalid("%s: %q is not host:port: %v", l.name, a, err)
+			}
+		}
+	}
+	if len(c.SentinelAddrs) > 0 && c.MasterName == "" {
+		return invalid("SentinelAddrs is set without MasterName; name the master the Sentinels monitor")
+	}
+	if len(c.ClusterAddrs) > 0 && c.DB != 0 {
+		return invalid("DB %d with ClusterAddrs: a Redis Cluster has only database 0", c.DB)
+	}
+	return nil
+}
+
+// sentinelConfig returns the configuration of connections to Sentinels: c's timeouts, limits and TLS, the Sentinel
+// credentials, no database.
+func (c *Config) sentinelConfig() *Config {
+	s := *c
+	s.Username, s.Password = c.SentinelUsername, c.SentinelPassword
+	s.DB = 0
+	return &s
 }

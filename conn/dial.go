@@ -17,18 +17,19 @@ import (
 type dialed struct {
 	raw net.Conn  // the TCP connection
 	tc  *tls.Conn // non-nil over TLS
+	nc  net.Conn  // what to read and write: tc, or raw
 }
 
-// dialConn opens a connection to cfg.Addr and runs the handshake, all bounded by ctx (the caller gives it
-// DialTimeout). On failure it returns the step that failed ("dial", "tls", "handshake") and the cause; the connection
+// dialConn opens a connection to addr and runs the handshake (with the ROLE check when master is set), all bounded by
+// ctx (the caller gives it DialTimeout). On failure it returns the step that failed ("dial", "tls", "handshake") and the cause; the connection
 // is then closed. It blocks; it runs on a dial goroutine, never on an event loop.
 //
 // The handshake runs here, on the plain net.Conn, before the connection is enrolled into an event loop: it is a
 // few sequential request/replies with a deadline, which is simplest on a blocking socket and keeps the pipeline
 // free of a "handshaking" state.
-func dialConn(ctx context.Context, cfg *Config) (d dialed, op string, err error) {
+func dialConn(ctx context.Context, cfg *Config, addr string, master bool) (d dialed, op string, err error) {
 	var dialer net.Dialer // Go sets TCP_NODELAY on TCP connections; gnet keeps it on the duplicated socket
-	d.raw, err = dialer.DialContext(ctx, "tcp", cfg.Addr)
+	d.raw, err = dialer.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return d, "dial", err
 	}
@@ -37,7 +38,7 @@ func dialConn(ctx context.Context, cfg *Config) (d dialed, op string, err error)
 		tcfg := cfg.TLS
 		if tcfg.ServerName == "" && !tcfg.InsecureSkipVerify {
 			tcfg = tcfg.Clone()
-			tcfg.ServerName, _, _ = net.SplitHostPort(cfg.Addr)
+			tcfg.ServerName, _, _ = net.SplitHostPort(addr)
 		}
 		d.tc = tls.Client(d.raw, tcfg)
 		if err := d.tc.HandshakeContext(ctx); err != nil {
@@ -46,17 +47,20 @@ func dialConn(ctx context.Context, cfg *Config) (d dialed, op string, err error)
 		}
 		nc = d.tc
 	}
-	if err := handshake(ctx, nc, cfg); err != nil {
+	if err := handshake(ctx, nc, cfg, master); err != nil {
 		_ = d.raw.Close()
 		return d, "handshake", err
 	}
+	d.nc = nc
 	return d, "", nil
 }
 
 // handshake authenticates, selects the database, names the connection and PINGs, in one write, and checks every
 // reply. The PING makes a server that accepts connections but cannot serve (max clients reached, LOADING) a failed
-// attempt, retried with backoff, instead of a connection that fails its first command.
-func handshake(ctx context.Context, nc net.Conn, cfg *Config) error {
+// attempt, retried with backoff, instead of a connection that fails its first command. With master set (the data
+// connections of a Sentinel Client) it also sends ROLE and fails with ErrNotMaster unless the server is a master, so
+// that a stale address from a Sentinel, or an old master demoted meanwhile, never serves commands.
+func handshake(ctx context.Context, nc net.Conn, cfg *Config, master bool) error {
 	var buf []byte
 	var names []string
 	if cfg.Password != "" || cfg.Username != "" {
@@ -77,6 +81,10 @@ func handshake(ctx context.Context, nc net.Conn, cfg *Config) error {
 	}
 	buf = appendPing(buf)
 	names = append(names, "PING")
+	if master {
+		buf = resp.AppendCommand(buf, "ROLE")
+		names = append(names, "ROLE")
+	}
 
 	if dl, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(dl)
@@ -97,6 +105,9 @@ func handshake(ctx context.Context, nc net.Conn, cfg *Config) error {
 				rbuf = rbuf[:copy(rbuf, rbuf[n:])]
 				if se := v.Err(); se != nil && firstErr == nil {
 					firstErr = fmt.Errorf("%s: %w", name, se)
+				}
+				if name == "ROLE" && firstErr == nil && !isMasterRole(&v) {
+					firstErr = fmt.Errorf("%w (ROLE: %s)", ErrNotMaster, v.String())
 				}
 				break
 			}
@@ -130,4 +141,55 @@ func ctxOr(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	return err
+}
+
+// isMasterRole reports whether a ROLE reply says master.
+func isMasterRole(v *resp.Value) bool {
+	return v.Type == resp.Array && len(v.Elems) > 0 && v.Elems[0].Str == "master"
+}
+
+// query runs cmds on a fresh connection to addr (handshake included, ROLE-checked when master is set) and returns
+// their replies, error replies included as values. It blocks for at most ctx, on the calling goroutine: it is how
+// a Sentinel or cluster Client asks Sentinels and nodes for the topology, off the event loops and the pipelines.
+func query(ctx context.Context, cfg *Config, addr string, master bool, cmds ...[]string) ([]resp.Value, error) {
+	d, op, err := dialConn(ctx, cfg, addr, master)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, addr, err)
+	}
+	defer d.raw.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = d.nc.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = d.nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var buf []byte
+	for _, c := range cmds {
+		buf = resp.AppendCommand(buf, c...)
+	}
+	if _, err := d.nc.Write(buf); err != nil {
+		return nil, fmt.Errorf("%s: %w", addr, ctxOr(ctx, err))
+	}
+	dec := resp.Decoder{Limits: cfg.Limits}
+	rbuf := make([]byte, 0, 4096)
+	out := make([]resp.Value, 0, len(cmds))
+	for len(out) < len(cmds) {
+		v, n, err := dec.Decode(rbuf)
+		if err == nil {
+			rbuf = rbuf[:copy(rbuf, rbuf[n:])]
+			out = append(out, v)
+			continue
+		}
+		if !errors.Is(err, resp.ErrIncomplete) {
+			return nil, fmt.Errorf("%s: %w", addr, err)
+		}
+		if len(rbuf) == cap(rbuf) {
+			rbuf = append(rbuf, make([]byte, len(rbuf))...)[:len(rbuf)]
+		}
+		m, err := d.nc.Read(rbuf[len(rbuf):cap(rbuf)])
+		rbuf = rbuf[:len(rbuf)+m]
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", addr, ctxOr(ctx, err))
+		}
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -38,7 +39,70 @@ var (
 	// script, and by Eval without a script: Redis would silently ignore an empty command and the pipeline would
 	// lose its step. Pass the command name first.
 	ErrEmptyCommand = errors.New("conn: empty command; pass the command name and its arguments, or a Script")
+
+	// ErrNotMaster is the cause (inside a *ConnError matching ErrUnavailable) when a Sentinel Client's connection
+	// found a server whose ROLE is not master: a Sentinel's stale answer, or an old master demoted meanwhile. The
+	// Client asks the Sentinels again; commands issued meanwhile are retried within Config.RetryTimeout.
+	ErrNotMaster = errors.New("conn: the server is not a master; asking the Sentinels for the current one")
+
+	// ErrMasterSwitched is the cause (inside a *ConnError matching ErrConnLost) of the commands that were in flight
+	// on the old master when a Sentinel Client moved to a new one (+switch-master, or a Sentinel answer): they may
+	// or may not have run on the old master, and writes acknowledged there can be lost by the failover.
+	ErrMasterSwitched = errors.New("conn: the master changed (Sentinel failover) while the command was in flight")
+
+	// ErrNodeRemoved is the cause (inside a *ConnError matching ErrConnLost) of the commands still in flight on a
+	// cluster node when a topology refresh found it serving no slot any more (failed, or demoted to replica).
+	ErrNodeRemoved = errors.New("conn: the cluster node left the slot map while the command was in flight")
+
+	// ErrCrossSlot is matched (errors.Is) by the *CrossSlotError of a cluster command whose keys hash to different
+	// slots. A command runs on one node, so all its keys need one slot: give them one hash tag ("{order:1}:a",
+	// "{order:1}:b"); see KeySlot.
+	ErrCrossSlot = errors.New("conn: the command's keys are in different hash slots; give them one hash tag")
+
+	// ErrCrossNode is returned (as every future's error) by Pipeline on a cluster Client when its commands' keys
+	// are served by different nodes: a pipeline goes on one connection. Split it per node, or use one hash tag.
+	ErrCrossNode = errors.New("conn: Pipeline commands route to different cluster nodes; split the pipeline or use one hash tag")
+
+	// ErrBadWait is returned by SendAndWait for replicas below 1 or a timeout outside [1 ms, ResponseTimeout): WAIT
+	// with timeout 0 would block its connection forever, and one longer than the response timeout would get the
+	// connection reset.
+	ErrBadWait = errors.New("conn: SendAndWait needs replicas >= 1 and 1 ms <= timeout < Config.ResponseTimeout")
+
+	// ErrWaitUnsupported is the WaitResult.WaitErr of SendAndWait when the server (or a proxy in front of it)
+	// does not know WAIT: detected once from its "unknown command" reply, logged once, and from then on WAIT is
+	// not sent. The command itself ran normally; only the replica acknowledgement is unknown.
+	ErrWaitUnsupported = errors.New("conn: the server does not support WAIT; replica acknowledgement is not checked")
 )
+
+// CrossSlotError is the error of a cluster command whose keys are not all in one hash slot. The Client detects it
+// before sending when it knows the keys (Eval, Cmd.Keys); for other commands it is the server's CROSSSLOT reply,
+// kept in Reply. It matches ErrCrossSlot with errors.Is, and the server's *resp.ServerError with errors.As when
+// the server sent one.
+type CrossSlotError struct {
+	// Keys are the first two keys found in different slots ("" when the server detected it).
+	Keys [2]string
+	// Slots are their slots.
+	Slots [2]int
+	// Reply is the server's CROSSSLOT error, or nil when the Client caught it before sending.
+	Reply error
+}
+
+// Error says which keys differ and what to do.
+func (e *CrossSlotError) Error() string {
+	if e.Reply != nil {
+		return ErrCrossSlot.Error() + " (" + e.Reply.Error() + ")"
+	}
+	return ErrCrossSlot.Error() + " (" + strconv.Quote(e.Keys[0]) + " is in slot " + strconv.Itoa(e.Slots[0]) + ", " +
+		strconv.Quote(e.Keys[1]) + " in slot " + strconv.Itoa(e.Slots[1]) + ")"
+}
+
+// Unwrap returns ErrCrossSlot and, when the server replied, its *resp.ServerError.
+func (e *CrossSlotError) Unwrap() []error {
+	if e.Reply == nil {
+		return []error{ErrCrossSlot}
+	}
+	return []error{ErrCrossSlot, e.Reply}
+}
 
 // ConnError is the error of a command that failed because of its connection rather than because of the server's
 // reply: the connection could not be established, dropped, was reset after a response timeout, or received bytes
@@ -47,8 +111,9 @@ var (
 type ConnError struct {
 	// Addr is the server's host:port.
 	Addr string
-	// Op says what failed: "dial", "handshake", "read", "write", "protocol", "timeout" or "connect" (no
-	// connection was up when the command was issued).
+	// Op says what failed: "dial", "handshake", "read", "write", "protocol", "timeout", "connect" (no
+	// connection was up when the command was issued), "failover" (a Sentinel Client moved to a new master) or
+	// "removed" (a cluster node left the slot map).
 	Op string
 	// Err is the cause.
 	Err error

@@ -17,15 +17,21 @@ const (
 	kindSubscribe                      // pub/sub SUBSCRIBE of a channel: confirm its waiters
 	kindResubscribe                    // SUBSCRIBE sent again on a new pub/sub connection: also tell the handlers
 	kindUnsubscribe                    // pub/sub UNSUBSCRIBE: nothing to complete
-	kindResent                         // marks a popped entry already re-queued after NOSCRIPT: skip it
+	kindResent                         // marks a popped entry already re-queued (NOSCRIPT) or handed to the router: skip it
+	kindAsking                         // ASKING before a command sent after an ASK redirection: nothing to complete
+	kindSyncWait                       // the WAIT after a SendAndWait command: completes its syncOp
 )
 
 // pending is one command awaiting its reply. Entries are stored by value in the connection's fifo, so queueing a
 // command allocates nothing beyond the caller's promise.
 type pending struct {
-	p     *future.Promise[resp.Value] // kindUser: the caller's promise
+	p     *future.Promise[resp.Value] // kindUser: the caller's promise (nil when op is set)
 	kind  pendingKind
 	tries uint8 // NOSCRIPT resends so far
+	moves uint8 // MOVED and ASK redirections followed so far (cluster)
+	waits uint8 // delayed retries so far (Sentinel, cluster): TRYAGAIN, CLUSTERDOWN, LOADING, READONLY, unreachable
+	gen   uint8 // with op: the attempt this entry belongs to (see syncOp)
+	slot  int16 // the command's hash slot in a cluster, -1 for none (keyless, or not a cluster)
 
 	// script names the script of an EVALSHA (kindUser) or of a SCRIPT LOAD (kindScriptLoad). For an EVALSHA, the
 	// encoded command is also kept in the connection's scriptLog at [logPos, logPos+logLen), so that it can be
@@ -40,6 +46,18 @@ type pending struct {
 	stop func() bool
 
 	ch *channel // kindSubscribe, kindResubscribe, kindUnsubscribe: the pub/sub channel
+
+	// op is set for the command and the WAIT of a SendAndWait: their replies complete op instead of p.
+	op *syncOp
+}
+
+// done reports whether the caller's future is already complete (its context ended, or it failed), so that the
+// command need not be sent again.
+func (e *pending) done() bool {
+	if e.op != nil {
+		return e.op.p.Future().IsDone()
+	}
+	return e.p.Future().IsDone()
 }
 
 // fifo is a growable ring of pending entries in the order their commands were written: replies complete them
@@ -73,6 +91,13 @@ func (q *fifo) popInto(dst []pending, k int) []pending {
 		q.head = 0
 	}
 	return dst
+}
+
+// each calls f on every entry, oldest first, in place.
+func (q *fifo) each(f func(e *pending)) {
+	for i := 0; i < q.n; i++ {
+		f(&q.buf[(q.head+i)&(len(q.buf)-1)])
+	}
 }
 
 // grow doubles the ring (16 entries at first), keeping the order.

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -65,7 +66,7 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 	popped := pc.q.popInto(pc.popped[:0], replies)
 	pc.inflight.Add(-int32(replies))
 	if pc.ps == nil {
-		pc.handleNoScriptLocked(popped, vals[:replies])
+		pc.handleResendsLocked(popped, vals[:replies])
 	}
 	pc.lastTurn = replies
 	if pc.state == stateOpen {
@@ -76,6 +77,11 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 	if fault != nil {
 		pc.reset("protocol", fault)
 	}
+	if len(pc.reroutes) > 0 {
+		pc.rt.reroute(pc.reroutes)
+		clear(pc.reroutes)
+		pc.reroutes = pc.reroutes[:0]
+	}
 
 	if pc.ps == nil {
 		for i := range popped {
@@ -85,7 +91,7 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 		j := 0
 		for i := range vals {
 			if pc.ps.isPush(&vals[i]) {
-				pc.ps.dispatch(&vals[i])
+				pc.ps.dispatch(pc, &vals[i])
 				continue
 			}
 			if j < len(popped) {
@@ -103,22 +109,36 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 func (pc *pconn) finish(e *pending, v *resp.Value) {
 	switch e.kind {
 	case kindUser:
-		if e.stop != nil {
-			e.stop()
-		}
 		var err error
 		if v.Type == resp.ErrorReply {
 			err = v.Err()
+			if pc.rt != nil && pc.rt.cluster != nil && strings.HasPrefix(v.Str, "CROSSSLOT") {
+				err = &CrossSlotError{Reply: err}
+			}
 		}
-		pc.complete(e.p, *v, err)
+		pc.completeUser(e, *v, err)
+	case kindSyncWait:
+		e.op.waitDone(e.gen, *v, nil)
 	case kindScriptLoad:
 		if v.Type == resp.ErrorReply {
 			pc.cfg.Logger.Warn("conn: SCRIPT LOAD failed", "addr", pc.addr, "sha", e.script.sha, "error", v.Str)
 		}
 	case kindSubscribe, kindResubscribe, kindUnsubscribe:
-		pc.ps.confirm(e, v)
-	case kindPing, kindResent:
+		pc.ps.confirm(pc, e, v)
+	case kindPing, kindResent, kindAsking:
 	}
+}
+
+// completeUser completes a caller's command: its promise, or for a SendAndWait its syncOp (whose WAIT reply follows).
+func (pc *pconn) completeUser(e *pending, v resp.Value, err error) {
+	if e.stop != nil {
+		e.stop()
+	}
+	if e.op != nil {
+		e.op.cmdDone(e.gen, v, err)
+		return
+	}
+	pc.complete(e.p, v, err)
 }
 
 // completedMany reports whether the last reader turn completed more than one command. Reader only: the reader is

@@ -57,6 +57,11 @@ type pconn struct {
 	owner connOwner // immutable
 	ps    *pubsub   // non-nil for a pub/sub connection: push messages are dispatched, not matched to the fifo
 	tm    *timer.Timer
+	// rt is the topology layer of a Sentinel or cluster Client's data connection (nil otherwise). With it, every
+	// command's bytes are logged (not only EVALSHA), so that a command the server refused without running it
+	// (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, READONLY), or that was queued on a connection that never
+	// opened, can be handed to rt and sent again.
+	rt *router
 
 	st       atomic.Int32  // a connState mirrored from state for lock-free reads by the pool's picker
 	inflight atomic.Int32  // q.n mirrored for the least-pending choice, read without mu
@@ -81,9 +86,10 @@ type pconn struct {
 	spare []byte
 
 	// Owned by the reader (event loop or reader goroutine).
-	dec    resp.Decoder
-	vals   []resp.Value // scratch: replies decoded in this turn
-	popped []pending    // scratch: their entries
+	dec      resp.Decoder
+	vals     []resp.Value // scratch: replies decoded in this turn
+	popped   []pending    // scratch: their entries
+	reroutes []*resend    // scratch: refused commands of this turn, for rt
 }
 
 // maxKeptBuffer is the capacity above which a written buffer is dropped rather than reused, so that one burst does
@@ -91,8 +97,8 @@ type pconn struct {
 const maxKeptBuffer = 256 << 10
 
 // newPconn returns a connection in stateConnecting: it queues commands until open or closed is called.
-func newPconn(addr string, cfg *Config, owner connOwner, ps *pubsub, tm *timer.Timer) *pconn {
-	pc := &pconn{addr: addr, cfg: cfg, owner: owner, ps: ps, tm: tm}
+func newPconn(addr string, cfg *Config, owner connOwner, ps *pubsub, tm *timer.Timer, rt *router) *pconn {
+	pc := &pconn{addr: addr, cfg: cfg, owner: owner, ps: ps, tm: tm, rt: rt}
 	pc.dec.Limits = cfg.Limits
 	pc.st.Store(int32(stateConnecting))
 	return pc
@@ -104,17 +110,21 @@ func (pc *pconn) usable() bool { return connState(pc.st.Load()) != stateClosed }
 // isOpen reports whether the connection is open, without locking.
 func (pc *pconn) isOpen() bool { return connState(pc.st.Load()) == stateOpen }
 
-// send queues one caller command and arranges for it to be written. It returns a non-nil error (and queues
+// send queues one caller command, described by e (its promise or syncOp, context stop, slot), and arranges for it to
+// be written; for a SendAndWait command (e.op) its WAIT follows at once. It returns a non-nil error (and queues
 // nothing) when the connection is closed. Safe for concurrent use; never blocks beyond mu and, when the connection
 // is idle, one non-blocking write.
-func (pc *pconn) send(p *future.Promise[resp.Value], s *Script, keys, args []string, stop func() bool) error {
+func (pc *pconn) send(e pending, s *Script, keys, args []string) error {
 	pc.mu.Lock()
 	if pc.state == stateClosed {
 		err := pc.closeErr
 		pc.mu.Unlock()
 		return err
 	}
-	pc.appendUserLocked(pending{p: p, kind: kindUser, stop: stop}, s, keys, args)
+	pc.appendUserLocked(e, s, keys, args)
+	if e.op != nil {
+		pc.appendWaitLocked(e.op, e.gen)
+	}
 	bell := pc.flushLocked()
 	pc.mu.Unlock()
 	bell.sound()
@@ -122,8 +132,9 @@ func (pc *pconn) send(p *future.Promise[resp.Value], s *Script, keys, args []str
 }
 
 // sendBatch queues several caller commands contiguously, so that they leave in one write and reach the server back
-// to back. It returns a non-nil error (and queues nothing) when the connection is closed.
-func (pc *pconn) sendBatch(ps []*future.Promise[resp.Value], cmds []Cmd, stop func() bool) error {
+// to back. es[i] describes cmds[i]; the last entry carries the context stop of the whole batch. It returns a
+// non-nil error (and queues nothing) when the connection is closed.
+func (pc *pconn) sendBatch(es []pending, cmds []Cmd) error {
 	pc.mu.Lock()
 	if pc.state == stateClosed {
 		err := pc.closeErr
@@ -131,16 +142,57 @@ func (pc *pconn) sendBatch(ps []*future.Promise[resp.Value], cmds []Cmd, stop fu
 		return err
 	}
 	for i := range cmds {
-		e := pending{p: ps[i], kind: kindUser}
-		if i == len(cmds)-1 {
-			e.stop = stop // one AfterFunc for the whole batch; it is unregistered with the last reply
-		}
-		pc.appendUserLocked(e, cmds[i].Script, cmds[i].Keys, cmds[i].Args)
+		pc.appendUserLocked(es[i], cmds[i].Script, cmds[i].Keys, cmds[i].Args)
 	}
 	bell := pc.flushLocked()
 	pc.mu.Unlock()
 	bell.sound()
 	return nil
+}
+
+// sendRaw queues an already encoded command again (a redirection or a retry from the router), preceded by ASKING
+// when asking is set (ASKING applies to the next command only, and nothing can come between them under mu), and
+// followed by its WAIT for a SendAndWait command. It returns a non-nil error (and queues nothing) when the
+// connection is closed.
+func (pc *pconn) sendRaw(e pending, raw []byte, asking bool) error {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		err := pc.closeErr
+		pc.mu.Unlock()
+		return err
+	}
+	if asking {
+		pc.out = append(pc.out, "*1\r\n$6\r\nASKING\r\n"...)
+		pc.pushLocked(pending{kind: kindAsking})
+	}
+	start := len(pc.out)
+	pc.out = append(pc.out, raw...)
+	e.logLen = len(raw)
+	e.logPos = pc.log.add(pc.out[start:])
+	pc.pushLocked(e)
+	if e.op != nil {
+		pc.appendWaitLocked(e.op, e.gen)
+	}
+	bell := pc.flushLocked()
+	pc.mu.Unlock()
+	bell.sound()
+	return nil
+}
+
+// sendUntracked queues a command whose reply is not matched to an entry: SUNSUBSCRIBE, whose confirmations are
+// treated as pushes because the server also sends them unasked (when a slot leaves the node). It reports false when
+// the connection is closed.
+func (pc *pconn) sendUntracked(args ...string) bool {
+	pc.mu.Lock()
+	if pc.state == stateClosed {
+		pc.mu.Unlock()
+		return false
+	}
+	pc.out = resp.AppendCommand(pc.out, args...)
+	bell := pc.flushLocked()
+	pc.mu.Unlock()
+	bell.sound()
+	return true
 }
 
 // sendInternal queues a command of the connection itself (PING, SCRIPT LOAD, SUBSCRIBE...) described by e, encoded
@@ -159,12 +211,12 @@ func (pc *pconn) sendInternal(e pending, args ...string) bool {
 	return true
 }
 
-// appendUserLocked encodes a caller's command into out and queues e for it; an EVALSHA is also copied into the
-// script log for a possible resend after NOSCRIPT.
+// appendUserLocked encodes a caller's command into out and queues e for it; an EVALSHA (and, on a connection with a
+// router, every command) is also copied into the log for a possible resend after NOSCRIPT or a refusal.
 func (pc *pconn) appendUserLocked(e pending, s *Script, keys, args []string) {
 	start := len(pc.out)
 	pc.out = appendCmd(pc.out, s, keys, args)
-	if s != nil {
+	if s != nil || pc.rt != nil {
 		e.script = s
 		e.logLen = len(pc.out) - start
 		e.logPos = pc.log.add(pc.out[start:])
@@ -285,11 +337,15 @@ func (pc *pconn) reset(op string, cause error) {
 // every queued and in-flight command fails at once, with the cause recorded by reset, else with a *ConnError built
 // from err. The owner is told first, so that the replacement connection exists by the time the failed futures
 // complete: a caller that retries at once finds it (and queues on it) instead of failing fast.
-func (pc *pconn) closed(op string, err error) {
+func (pc *pconn) closed(op string, err error) { pc.closeState(op, err, stateClosed) }
+
+// closeState implements closed; with only set to stateConnecting it acts only on a connection still connecting and
+// reports whether it did.
+func (pc *pconn) closeState(op string, err error, only connState) bool {
 	pc.mu.Lock()
-	if pc.state == stateClosed {
+	if pc.state == stateClosed || (only == stateConnecting && pc.state != stateConnecting) {
 		pc.mu.Unlock()
-		return
+		return false
 	}
 	wasOpen := pc.state == stateOpen
 	var failWith error
@@ -301,6 +357,11 @@ func (pc *pconn) closed(op string, err error) {
 	default:
 		failWith = unavailableError(pc.addr, op, err)
 	}
+	var rescued []*resend
+	if !wasOpen && pc.rt != nil {
+		// Nothing queued here was ever written: the router sends it again once the topology says where.
+		rescued = pc.rescueLocked(failWith)
+	}
 	entries := pc.closeLocked(failWith)
 	pc.mu.Unlock()
 
@@ -308,6 +369,49 @@ func (pc *pconn) closed(op string, err error) {
 		pc.owner.connClosed(pc, wasOpen, failWith)
 	}
 	pc.failAll(entries, failWith)
+	for _, r := range rescued {
+		pc.rt.retryLater(r)
+	}
+	return true
+}
+
+// rescueLocked takes the caller commands queued on a connection that never opened out of the fifo (marking them
+// kindResent), with a copy of their bytes, for the router to send again.
+func (pc *pconn) rescueLocked(cause error) []*resend {
+	var out []*resend
+	pc.q.each(func(e *pending) {
+		if e.kind != kindUser || e.logLen == 0 || e.done() {
+			return
+		}
+		r := pc.takeForResend(e, cause)
+		r.kind = unreachable
+		out = append(out, r)
+	})
+	return out
+}
+
+// abandon closes the connection on purpose (a master switch, a node leaving the topology): an open one is reset,
+// so its in-flight commands fail with a *ConnError matching ErrConnLost that wraps cause; one still connecting is
+// closed, so its queued commands (never sent) fail with ErrUnavailable, or go to the router. The owner is told,
+// as for any close. Does not block.
+func (pc *pconn) abandon(op string, cause error) {
+	for {
+		pc.mu.Lock()
+		st := pc.state
+		pc.mu.Unlock()
+		switch st {
+		case stateOpen:
+			pc.reset(op, cause)
+			return
+		case stateConnecting:
+			// Only while still connecting (re-checked under mu): an open connection needs its transport closed.
+			if pc.closeState(op, cause, stateConnecting) {
+				return
+			}
+		default:
+			return
+		}
+	}
 }
 
 // shutdown closes the connection for Client.Close: pending commands fail with ErrClosed, the owner is not told.
@@ -349,10 +453,9 @@ func (pc *pconn) failAll(entries []pending, err error) {
 		e := &entries[i]
 		switch e.kind {
 		case kindUser:
-			if e.stop != nil {
-				e.stop()
-			}
-			pc.complete(e.p, resp.Value{}, err)
+			pc.completeUser(e, resp.Value{}, err)
+		case kindSyncWait:
+			e.op.waitDone(e.gen, resp.Value{}, err)
 		case kindSubscribe, kindResubscribe:
 			pc.ps.lost(pc, e, err)
 		}

@@ -34,7 +34,7 @@ type Handler func(Message)
 
 // Subscription is one handler's subscription to one channel, returned by Client.Subscribe.
 type Subscription struct {
-	ps     *pubsub
+	reg    *registry
 	ch     *channel
 	h      Handler
 	closed atomic.Bool
@@ -44,21 +44,22 @@ type Subscription struct {
 func (s *Subscription) Channel() string { return s.ch.name }
 
 // Close removes the handler: it receives nothing after Close returns (unless it is running concurrently on the
-// loop). When it was the channel's last handler, UNSUBSCRIBE is sent. Idempotent, non-blocking, safe for concurrent
-// use.
+// loop). When it was the channel's last handler, UNSUBSCRIBE (SUNSUBSCRIBE) is sent. Idempotent, non-blocking, safe
+// for concurrent use.
 func (s *Subscription) Close() {
 	if !s.closed.CompareAndSwap(false, true) {
 		return
 	}
-	s.ps.unsubscribe(s)
+	s.reg.unsubscribe(s)
 }
 
-// channel is the client-side state of one subscribed channel. Guarded by pubsub.mu.
+// channel is the client-side state of one subscribed channel. Guarded by registry.mu.
 type channel struct {
 	name      string
+	ps        *pubsub         // the node connection it is subscribed (or being subscribed) on
 	subs      []*Subscription // confirmed handlers; replaced, never modified in place, so dispatch can use a snapshot
 	waiting   []waiter        // Subscribe calls waiting for the server's confirmation
-	confirmed bool            // subscribed on the current connection
+	confirmed bool            // subscribed on ps's current connection
 	sentOn    *pconn          // the connection a SUBSCRIBE for this channel was last queued on
 }
 
@@ -67,26 +68,41 @@ type waiter struct {
 	sub *Subscription
 }
 
-// pubsub is a node's subscriptions and their dedicated connection (RESP2 needs one: a subscribed connection accepts
-// only (UN)SUBSCRIBE and PING). Every SUBSCRIBE and UNSUBSCRIBE names one channel, so each has exactly one
-// confirmation and they complete in FIFO order like any command; messages are pushed in between and dispatched.
-//
-// Sharded pub/sub (SSUBSCRIBE, for cluster) fits the same shape: per-node connections, "ssubscribe"/"smessage"
-// kinds; isPush already recognises smessage.
-type pubsub struct {
-	cl   *Client
-	addr string
-	slot *slot
-
-	mu     sync.Mutex // guards the fields below; taken before any pconn.mu, never while completing
+// registry holds the subscriptions of a Client (or of one Sentinel watcher): every channel, with the node
+// connection (pubsub) it is subscribed on. One registry spans all the nodes of a cluster, so that a channel can move
+// from node to node (slot migration, failover) under one mutex, keeping its handlers and waiters.
+type registry struct {
+	mu     sync.Mutex // guards everything here and in the channels; taken before any pconn.mu and node.psMu
 	chans  map[string]*channel
 	closed bool
+
+	// route returns the node connection a new channel is subscribed on: the node's (standalone, Sentinel), or the
+	// node serving the channel's slot (cluster). nil when there is none.
+	route func(name string) *pubsub
+	// moved returns where a channel refused with "MOVED slot addr" belongs (cluster), or nil.
+	moved func(msg string) *pubsub
 }
 
-// newPubsub creates the state and starts its connection.
-func newPubsub(cl *Client, addr string) *pubsub {
-	ps := &pubsub{cl: cl, addr: addr, chans: make(map[string]*channel)}
-	ps.slot = &slot{cl: cl, addr: addr, ps: ps}
+func newRegistry(route func(string) *pubsub, moved func(string) *pubsub) *registry {
+	return &registry{chans: make(map[string]*channel), route: route, moved: moved}
+}
+
+// pubsub is one node's dedicated subscription connection (RESP2 needs one: a subscribed connection accepts only
+// (UN)SUBSCRIBE and PING). Every (S)SUBSCRIBE names one channel, so each has exactly one confirmation, and they
+// complete in FIFO order like any command; messages are pushed in between and dispatched. Sharded connections
+// (cluster, Redis 7) use SSUBSCRIBE and SUNSUBSCRIBE; the server also sends sunsubscribe unasked when the slot leaves
+// the node, so SUNSUBSCRIBE confirmations are treated as pushes and SUNSUBSCRIBE queues no entry.
+type pubsub struct {
+	cl      *Client
+	reg     *registry
+	slot    *slot
+	sharded bool
+}
+
+// newPubsub creates the connection state and starts its connection to addr.
+func newPubsub(cl *Client, reg *registry, addr string, ep *endpoint, sharded bool) *pubsub {
+	ps := &pubsub{cl: cl, reg: reg, sharded: sharded}
+	ps.slot = &slot{cl: cl, ep: ep, addr: addr, ps: ps}
 	ps.slot.mu.Lock()
 	ps.slot.connectLocked()
 	ps.slot.mu.Unlock()
@@ -94,26 +110,35 @@ func newPubsub(cl *Client, addr string) *pubsub {
 }
 
 // subscribe implements Client.Subscribe.
-func (ps *pubsub) subscribe(name string, h Handler) *future.Future[*Subscription] {
+func (r *registry) subscribe(name string, h Handler) *future.Future[*Subscription] {
 	p := future.NewPromise[*Subscription]()
-	sub := &Subscription{ps: ps, h: h}
-	ps.mu.Lock()
-	if ps.closed {
-		ps.mu.Unlock()
+	sub := &Subscription{reg: r, h: h}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		p.Fail(ErrClosed)
 		return p.Future()
 	}
-	ch := ps.chans[name]
+	ch := r.chans[name]
 	if ch != nil && ch.confirmed {
 		sub.ch = ch
 		ch.subs = append(slices.Clip(ch.subs), sub)
-		ps.mu.Unlock()
+		r.mu.Unlock()
 		p.Succeed(sub)
+		return p.Future()
+	}
+	ps := r.route(name)
+	if ch != nil {
+		ps = ch.ps
+	}
+	if ps == nil {
+		r.mu.Unlock()
+		p.Fail(unavailableError("", "connect", nil))
 		return p.Future()
 	}
 	pc := ps.slot.cur.Load()
 	if pc == nil || !pc.usable() {
-		ps.mu.Unlock()
+		r.mu.Unlock()
 		p.Fail(ps.unavailable())
 		return p.Future()
 	}
@@ -121,38 +146,64 @@ func (ps *pubsub) subscribe(name string, h Handler) *future.Future[*Subscription
 		// A SUBSCRIBE is already queued or in flight on the current connection: wait for its confirmation.
 		sub.ch = ch
 		ch.waiting = append(ch.waiting, waiter{p, sub})
-		ps.mu.Unlock()
+		r.mu.Unlock()
 		return p.Future()
 	}
 	if ch == nil {
-		ch = &channel{name: name}
-		ps.chans[name] = ch
+		ch = &channel{name: name, ps: ps}
+		r.chans[name] = ch
 	}
 	sub.ch = ch
 	ch.waiting = append(ch.waiting, waiter{p, sub})
-	ch.sentOn = pc
 	kind := kindSubscribe
 	if len(ch.subs) > 0 {
 		// Handlers from before a reconnect are still waiting to be told of the resubscription.
 		kind = kindResubscribe
 	}
-	if !pc.sendInternal(pending{kind: kind, ch: ch}, "SUBSCRIBE", name) {
+	if !ps.sendSubscribeLocked(ch, pc, kind) {
 		// The connection closed just now; lost() ran or will find nothing for this channel.
-		waiters := ps.dropWaitersLocked(ch)
-		ps.mu.Unlock()
+		waiters := r.dropWaitersLocked(ch)
+		r.mu.Unlock()
 		failWaiters(waiters, ps.unavailable())
 		return p.Future()
 	}
-	ps.mu.Unlock()
+	r.mu.Unlock()
 	return p.Future()
 }
 
+// sendSubscribeLocked queues (S)SUBSCRIBE for ch on pc and records it; false when pc is closed. r.mu held.
+func (ps *pubsub) sendSubscribeLocked(ch *channel, pc *pconn, kind pendingKind) bool {
+	cmd := "SUBSCRIBE"
+	if ps.sharded {
+		cmd = "SSUBSCRIBE"
+	}
+	ch.sentOn = pc
+	if !pc.sendInternal(pending{kind: kind, ch: ch}, cmd, ch.name) {
+		ch.sentOn = nil
+		return false
+	}
+	return true
+}
+
+// sendUnsubscribeLocked queues (S)UNSUBSCRIBE for ch on ps's connection, if it is usable. r.mu held.
+func (ps *pubsub) sendUnsubscribeLocked(ch *channel) {
+	pc := ps.slot.cur.Load()
+	if pc == nil || !pc.usable() {
+		return
+	}
+	if ps.sharded {
+		pc.sendUntracked("SUNSUBSCRIBE", ch.name)
+		return
+	}
+	pc.sendInternal(pending{kind: kindUnsubscribe, ch: ch}, "UNSUBSCRIBE", ch.name)
+}
+
 // unsubscribe removes s; the last handler of a channel sends UNSUBSCRIBE.
-func (ps *pubsub) unsubscribe(s *Subscription) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
+func (r *registry) unsubscribe(s *Subscription) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	ch := s.ch
-	if ps.chans[ch.name] != ch {
+	if r.chans[ch.name] != ch {
 		return
 	}
 	if i := slices.Index(ch.subs, s); i >= 0 {
@@ -161,41 +212,81 @@ func (ps *pubsub) unsubscribe(s *Subscription) {
 	if len(ch.subs) > 0 || len(ch.waiting) > 0 {
 		return
 	}
-	delete(ps.chans, ch.name)
-	if pc := ps.slot.cur.Load(); pc != nil && pc.usable() {
-		pc.sendInternal(pending{kind: kindUnsubscribe, ch: ch}, "UNSUBSCRIBE", ch.name)
-	}
+	delete(r.chans, ch.name)
+	ch.ps.sendUnsubscribeLocked(ch)
 }
 
-// resubscribe queues SUBSCRIBE for every channel on a new connection (sent after its handshake). Their
+// resubscribe queues SUBSCRIBE for every channel of ps on its new connection (sent after its handshake). Their
 // confirmations tell the channels' handlers KindResubscribed.
 func (ps *pubsub) resubscribe(pc *pconn) {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for name, ch := range ps.chans {
+	r := ps.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ch := range r.chans {
+		if ch.ps != ps {
+			continue
+		}
 		ch.confirmed = false
 		if ch.sentOn == pc {
 			continue
 		}
-		ch.sentOn = pc
-		pc.sendInternal(pending{kind: kindResubscribe, ch: ch}, "SUBSCRIBE", name)
+		ps.sendSubscribeLocked(ch, pc, kindResubscribe)
 	}
 }
 
-// confirm handles the reply to a SUBSCRIBE or UNSUBSCRIBE, on the reader.
-func (ps *pubsub) confirm(e *pending, v *resp.Value) {
+// moveLocked moves ch to the node connection to (a slot that moved, a node that failed): UNSUBSCRIBE where it was,
+// SUBSCRIBE on to, whose confirmation completes its waiters and tells its handlers KindResubscribed. When to's
+// connection is down, its next connection subscribes it (resubscribe). r.mu held.
+func (r *registry) moveLocked(ch *channel, to *pubsub) {
+	old := ch.ps
+	if old == to {
+		return
+	}
+	if ch.sentOn != nil && ch.sentOn == old.slot.cur.Load() {
+		old.sendUnsubscribeLocked(ch)
+	}
+	ch.ps, ch.confirmed, ch.sentOn = to, false, nil
+	if pc := to.slot.cur.Load(); pc != nil && pc.usable() {
+		to.sendSubscribeLocked(ch, pc, kindResubscribe)
+	}
+}
+
+// sweep moves every channel whose route changed (after a topology refresh) to its new node connection.
+func (r *registry) sweep() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	for _, ch := range r.chans {
+		if to := r.route(ch.name); to != nil && to != ch.ps {
+			r.moveLocked(ch, to)
+		}
+	}
+}
+
+// confirm handles the reply to a SUBSCRIBE or UNSUBSCRIBE read on pc, on the reader.
+func (ps *pubsub) confirm(pc *pconn, e *pending, v *resp.Value) {
 	if e.kind == kindUnsubscribe {
 		return
 	}
+	r := ps.reg
 	ch := e.ch
-	ps.mu.Lock()
-	if ps.chans[ch.name] != ch {
-		ps.mu.Unlock() // unsubscribed meanwhile
+	r.mu.Lock()
+	if r.chans[ch.name] != ch || ch.sentOn != pc {
+		r.mu.Unlock() // unsubscribed or moved meanwhile
 		return
 	}
 	if v.Type == resp.ErrorReply {
-		waiters := ps.dropWaitersLocked(ch)
-		ps.mu.Unlock()
+		if r.moved != nil && refusalOf(v) == refuseMoved {
+			if to := r.moved(v.Str); to != nil && to != ch.ps {
+				r.moveLocked(ch, to)
+				r.mu.Unlock()
+				return
+			}
+		}
+		waiters := r.dropWaitersLocked(ch)
+		r.mu.Unlock()
 		failWaiters(waiters, v.Err())
 		return
 	}
@@ -213,7 +304,7 @@ func (ps *pubsub) confirm(e *pending, v *resp.Value) {
 		ch.subs = subs
 	}
 	ch.confirmed = true
-	ps.mu.Unlock()
+	r.mu.Unlock()
 
 	for _, w := range waiters {
 		ps.completeSafe(w.p, w.sub, nil)
@@ -228,35 +319,54 @@ func (ps *pubsub) confirm(e *pending, v *resp.Value) {
 // confirmation; otherwise they fail with err, and the channel is forgotten unless it has confirmed handlers (which
 // the next connection subscribes again).
 func (ps *pubsub) lost(pc *pconn, e *pending, err error) {
-	ps.mu.Lock()
+	r := ps.reg
+	r.mu.Lock()
 	ch := e.ch
-	if ps.chans[ch.name] != ch || ch.sentOn != pc {
-		ps.mu.Unlock()
+	if r.chans[ch.name] != ch || ch.sentOn != pc {
+		r.mu.Unlock()
 		return
 	}
-	waiters := ps.dropWaitersLocked(ch)
-	ps.mu.Unlock()
+	waiters := r.dropWaitersLocked(ch)
+	r.mu.Unlock()
 	failWaiters(waiters, err)
 }
 
-// dropped marks every channel unconfirmed when the connection closes, so that a Subscribe in the meantime waits
-// for the resubscription instead of being told it is subscribed.
+// dropped marks every channel of ps unconfirmed when its connection closes, so that a Subscribe in the meantime
+// waits for the resubscription instead of being told it is subscribed.
 func (ps *pubsub) dropped() {
-	ps.mu.Lock()
-	for _, ch := range ps.chans {
-		ch.confirmed = false
+	r := ps.reg
+	r.mu.Lock()
+	for _, ch := range r.chans {
+		if ch.ps == ps {
+			ch.confirmed = false
+		}
 	}
-	ps.mu.Unlock()
+	r.mu.Unlock()
+}
+
+// shardDropped handles a sunsubscribe the server sent unasked on pc: the channel's slot left the node (migrated, or
+// the node was demoted). SSUBSCRIBE is sent again on the same node, whose MOVED reply moves the channel to the
+// slot's new node (confirm); its confirmation tells the handlers KindResubscribed.
+func (ps *pubsub) shardDropped(pc *pconn, name string) {
+	r := ps.reg
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.chans[name]
+	if ch == nil || ch.ps != ps || ch.sentOn != pc || !ch.confirmed {
+		return // our own SUNSUBSCRIBE's confirmation, or a channel already being subscribed again
+	}
+	ch.confirmed = false
+	ps.sendSubscribeLocked(ch, pc, kindResubscribe)
 }
 
 // dropWaitersLocked takes the channel's waiters, forgets the channel if nothing else holds it, and returns them.
-func (ps *pubsub) dropWaitersLocked(ch *channel) []waiter {
+func (r *registry) dropWaitersLocked(ch *channel) []waiter {
 	waiters := ch.waiting
 	ch.waiting = nil
 	ch.confirmed = false
 	ch.sentOn = nil
 	if len(ch.subs) == 0 {
-		delete(ps.chans, ch.name)
+		delete(r.chans, ch.name)
 	}
 	return waiters
 }
@@ -277,22 +387,29 @@ func (ps *pubsub) isPush(v *resp.Value) bool {
 		return len(v.Elems) == 3
 	case "pmessage":
 		return len(v.Elems) == 4
+	case "sunsubscribe":
+		return ps.sharded && len(v.Elems) == 3
 	}
 	return false
 }
 
-// dispatch delivers a pushed message to the channel's handlers, on the reader.
-func (ps *pubsub) dispatch(v *resp.Value) {
+// dispatch delivers a pushed message to the channel's handlers, on the reader of pc.
+func (ps *pubsub) dispatch(pc *pconn, v *resp.Value) {
 	name, payload := v.Elems[1].Str, v.Elems[2].Str
-	if len(v.Elems) == 4 { // pmessage pattern channel payload
+	switch {
+	case v.Elems[0].Str == "sunsubscribe":
+		ps.shardDropped(pc, name)
+		return
+	case len(v.Elems) == 4: // pmessage pattern channel payload
 		name, payload = v.Elems[2].Str, v.Elems[3].Str
 	}
-	ps.mu.Lock()
+	r := ps.reg
+	r.mu.Lock()
 	var subs []*Subscription
-	if ch := ps.chans[name]; ch != nil {
+	if ch := r.chans[name]; ch != nil {
 		subs = ch.subs
 	}
-	ps.mu.Unlock()
+	r.mu.Unlock()
 	for _, s := range subs {
 		ps.deliver(s, Message{Kind: KindMessage, Channel: name, Payload: payload})
 	}
@@ -327,20 +444,19 @@ func (ps *pubsub) unavailable() error {
 	if ce, ok := cause.(*ConnError); ok {
 		cause = ce.Err
 	}
-	return unavailableError(ps.addr, "connect", cause)
+	return unavailableError(ps.slot.currentAddr(), "connect", cause)
 }
 
-// close fails every waiting Subscribe with ErrClosed and closes the connection.
-func (ps *pubsub) close() {
-	ps.mu.Lock()
-	ps.closed = true
+// close fails every waiting Subscribe with ErrClosed and forgets every channel.
+func (r *registry) close() {
+	r.mu.Lock()
+	r.closed = true
 	var waiters []waiter
-	for _, ch := range ps.chans {
+	for _, ch := range r.chans {
 		waiters = append(waiters, ch.waiting...)
 		ch.waiting = nil
 	}
-	ps.chans = map[string]*channel{}
-	ps.mu.Unlock()
+	r.chans = map[string]*channel{}
+	r.mu.Unlock()
 	failWaiters(waiters, ErrClosed)
-	ps.slot.close()
 }

@@ -15,13 +15,15 @@ import (
 // (no goroutine sleeps). A pool has PoolSize slots; a node's pub/sub connection is one more.
 type slot struct {
 	cl   *Client
-	addr string
+	ep   *endpoint
 	ps   *pubsub // non-nil for the pub/sub slot
 	lane bool    // the latency lane: a stream transport even without TLS
 
 	cur atomic.Pointer[pconn] // the current connection (connecting, open, or closed while backing off)
 
 	mu       sync.Mutex // guards the fields below
+	addr     string     // where connections go; a Sentinel Client moves it (retarget)
+	switched bool       // retarget closed the current connection: replace it at once
 	closed   bool
 	failures int       // consecutive failed attempts or short-lived connections
 	openedAt time.Time // when the current connection opened
@@ -34,8 +36,7 @@ var _ connOwner = (*slot)(nil)
 // connectLocked creates a connection in stateConnecting, makes it current, and starts its dial goroutine. Callers
 // with a pub/sub slot then call ps.resubscribe(pc) after unlocking.
 func (s *slot) connectLocked() *pconn {
-	pc := newPconn(s.addr, &s.cl.cfg, s, s.ps, s.cl.tm)
-	s.cur.Store(pc)
+	pc := s.newConnLocked()
 	s.cl.wg.Add(1)
 	go func() { // owner: the Client (wg); exits after this one attempt
 		defer s.cl.wg.Done()
@@ -44,12 +45,23 @@ func (s *slot) connectLocked() *pconn {
 	return pc
 }
 
+// newConnLocked creates a connection in stateConnecting and makes it current; the caller dials it.
+func (s *slot) newConnLocked() *pconn {
+	var rt *router
+	if s.ps == nil {
+		rt = s.ep.rt // pub/sub connections carry no caller commands
+	}
+	pc := newPconn(s.addr, s.ep.cfg, s, s.ps, s.cl.tm, rt)
+	s.cur.Store(pc)
+	return pc
+}
+
 // dial runs one connection attempt for pc: dial, handshake, transport. It blocks for at most DialTimeout (less if
 // the Client closes); on failure pc fails its queued commands and the slot schedules the next attempt.
 func (s *slot) dial(pc *pconn) {
-	cfg := &s.cl.cfg
+	cfg := s.ep.cfg
 	ctx, cancel := context.WithTimeout(s.cl.ctx, cfg.DialTimeout)
-	d, op, err := dialConn(ctx, cfg)
+	d, op, err := dialConn(ctx, cfg, pc.addr, s.ep.master)
 	cancel()
 	if err != nil {
 		pc.closed(op, err)
@@ -76,7 +88,7 @@ func (s *slot) dial(pc *pconn) {
 		tr.close() // the Client closed during the attempt
 		return
 	}
-	s.cl.cfg.Logger.Debug("conn: connected", "addr", s.addr, "pubsub", s.ps != nil)
+	s.cl.cfg.Logger.Debug("conn: connected", "addr", pc.addr, "pubsub", s.ps != nil)
 }
 
 // connClosed is called once per connection when it closes (connOwner). A connection that lived at least
@@ -100,6 +112,13 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 	}
 	delay := backoff(&s.cl.cfg, s.failures)
 	s.failures++
+	if s.switched {
+		// retarget closed it to move to a new address: dial that at once.
+		s.switched, s.failures, delay = false, 0, 0
+	} else if s.ep.rt != nil {
+		// A Sentinel or cluster node lost a connection: the topology may have changed.
+		s.ep.rt.topologyChanged()
+	}
 	s.cl.cfg.Logger.Info("conn: connection closed; reconnecting", "addr", s.addr, "pubsub", s.ps != nil,
 		"error", err, "delay", delay)
 	if delay == 0 {
@@ -143,8 +162,9 @@ func (s *slot) unavailable() error {
 	return s.lastErr
 }
 
-// close stops reconnecting and closes the current connection, failing its commands with ErrClosed.
-func (s *slot) close() {
+// close stops reconnecting and closes the current connection, failing its commands with ErrClosed (cause nil) or
+// with a *ConnError matching ErrConnLost that wraps cause.
+func (s *slot) close(cause error) {
 	s.mu.Lock()
 	s.closed = true
 	if s.retry != nil {
@@ -152,9 +172,50 @@ func (s *slot) close() {
 		s.retry = nil
 	}
 	s.mu.Unlock()
-	if pc := s.cur.Load(); pc != nil {
-		pc.shutdown()
+	pc := s.cur.Load()
+	if pc == nil {
+		return
 	}
+	if cause == nil {
+		pc.shutdown()
+		return
+	}
+	pc.abandon("removed", cause)
+}
+
+// retarget moves the slot to addr: the current connection is closed (its in-flight commands fail with a *ConnError
+// wrapping ErrMasterSwitched) and replaced at once by one to addr; a pending backoff is cut short.
+func (s *slot) retarget(addr string) {
+	s.mu.Lock()
+	if s.closed || s.addr == addr {
+		s.mu.Unlock()
+		return
+	}
+	s.addr = addr
+	s.failures = 0
+	if s.retry != nil {
+		s.retry.Cancel()
+		s.retry = nil
+		next := s.connectLocked()
+		s.mu.Unlock()
+		if s.ps != nil {
+			s.ps.resubscribe(next)
+		}
+		return
+	}
+	pc := s.cur.Load()
+	s.switched = true
+	s.mu.Unlock()
+	if pc != nil {
+		pc.abandon("failover", ErrMasterSwitched)
+	}
+}
+
+// currentAddr returns where the slot's connections go.
+func (s *slot) currentAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
 }
 
 // backoff returns the delay before attempt number failures+1: 0 for the first, then ReconnectMinBackoff doubling

@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func TestParseURLFields(t *testing.T) {
 		DialTimeout: 250 * time.Millisecond, ResponseTimeout: 2 * time.Second, PingInterval: time.Second,
 		ReconnectMinBackoff: 10 * time.Millisecond, ReconnectMaxBackoff: time.Second,
 	}
-	if cfg != want {
+	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("ParseURL =\n%+v\nwant\n%+v", cfg, want)
 	}
 }

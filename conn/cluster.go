@@ -1,0 +1,317 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locksmith-go/locksmith/timer"
+)
+
+// degradedRefresh is the refresh period while a master of the slot map has no open connection (it failed, or its
+// replica is taking over): short, so that the client serves the slot again soon after the promotion.
+const degradedRefresh = 250 * time.Millisecond
+
+// cluster is the slot map of a cluster Client and its nodes, one per master. Routing reads the map lock-free
+// (an atomic pointer per slot); refreshes, MOVED replies and node creation take mu.
+type cluster struct {
+	c       *Client
+	rt      *router
+	ep      *endpoint // shared by every node's connections
+	ref     *refresher
+	sharded bool // channels use SSUBSCRIBE, scripts SPUBLISH (probed by New; immutable after)
+
+	useShards atomic.Bool // CLUSTER SHARDS works (else CLUSTER SLOTS)
+	slots     [SlotCount]atomic.Pointer[node]
+	masters   atomic.Pointer[[]*node] // the nodes serving slots, for keyless commands
+	rr        atomic.Uint32           // round robin over masters
+
+	mu      sync.Mutex // guards the fields below
+	nodes   map[string]*node
+	retired map[*node]*timer.Timeout // nodes out of the map, closed after a grace period
+	known   []string                 // every node address of the last map (masters and replicas)
+	seeds   []string
+	closed  bool
+}
+
+// startCluster is New for a cluster: read the slot map from the first seed that answers (probing CLUSTER SHARDS and
+// sharded pub/sub), create a node per master and dial them all, and start the periodic refresh.
+func (c *Client) startCluster() error {
+	cl := &cluster{c: c, nodes: map[string]*node{}, retired: map[*node]*timer.Timeout{}, seeds: c.cfg.ClusterAddrs}
+	cl.useShards.Store(true)
+	c.cluster = cl
+	c.rt = &router{c: c, cluster: cl}
+	cl.rt = c.rt
+	cl.ep = &endpoint{cfg: &c.cfg, rt: c.rt}
+	cl.ref = &refresher{c: c, run: cl.refresh, period: c.cfg.TopologyRefreshInterval}
+	c.reg = newRegistry(cl.routePubsub, cl.movedPubsub)
+
+	var t *topology
+	var errs []error
+	for _, seed := range cl.seeds {
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout)
+		top, sharded, err := cl.fetchFrom(ctx, seed, true)
+		cancel()
+		if errors.Is(err, ErrInvalidConfig) {
+			return err
+		}
+		if err == nil {
+			t, cl.sharded = top, sharded && !c.cfg.DisableShardedPubSub
+			break
+		}
+		errs = append(errs, err)
+	}
+	if t == nil {
+		return unavailableError("", "cluster", errors.Join(append([]error{errors.New("no seed node answered")}, errs...)...))
+	}
+	var dials sync.WaitGroup
+	cl.apply(t, &dials)
+	dials.Wait()
+	up := false
+	for _, n := range cl.nodeList() {
+		up = up || n.up()
+	}
+	if !up {
+		if n := cl.nodeFor(-1); n != nil {
+			return n.pool.unavailable()
+		}
+		return unavailableError("", "cluster", errors.New("the slot map names no master"))
+	}
+	cl.ref.start()
+	return nil
+}
+
+// nodeFor returns the node serving slot, or any master for slot -1 and for a slot the map does not cover (its
+// reply will redirect); nil before the first map.
+func (cl *cluster) nodeFor(slot int) *node {
+	if slot >= 0 {
+		if n := cl.slots[slot].Load(); n != nil {
+			return n
+		}
+	}
+	ms := cl.masters.Load()
+	if ms == nil || len(*ms) == 0 {
+		return nil
+	}
+	return (*ms)[int(cl.rr.Add(1)%uint32(len(*ms)))]
+}
+
+// nodeAt returns the node for addr (a MOVED or ASK target), creating it (and starting its connections) when the
+// map did not know it yet; nil once the Client is closing.
+func (cl *cluster) nodeAt(addr string) *node {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.closed {
+		return nil
+	}
+	n := cl.nodes[addr]
+	if n == nil {
+		n = newNode(cl.c, addr, cl.ep)
+		cl.nodes[addr] = n
+		n.connectAll()
+	}
+	return n
+}
+
+// moved records a MOVED reply: slot now lives on n. A full refresh follows (the other slots of a migration or a
+// failover moved too).
+func (cl *cluster) moved(slot int, n *node) {
+	if cl.slots[slot].Swap(n) != n {
+		cl.ref.trigger()
+	}
+}
+
+// routePubsub is the registry's route: the pub/sub connection of the node serving the channel's slot.
+func (cl *cluster) routePubsub(name string) *pubsub {
+	n := cl.nodeFor(KeySlot(name))
+	if n == nil {
+		return nil
+	}
+	return n.pubsub(cl.c, cl.sharded)
+}
+
+// movedPubsub is the registry's moved: a (S)SUBSCRIBE refused with MOVED goes to the node the reply names.
+func (cl *cluster) movedPubsub(msg string) *pubsub {
+	slot, addr, ok := parseRedirect(msg)
+	if !ok {
+		return nil
+	}
+	n := cl.nodeAt(addr)
+	if n == nil {
+		return nil
+	}
+	cl.moved(slot, n)
+	return n.pubsub(cl.c, cl.sharded)
+}
+
+// pipelineNode routes a Pipeline: every command with a key must map to one node; it fills es[i].slot.
+func (cl *cluster) pipelineNode(cmds []Cmd, es []pending) (*node, error) {
+	var n *node
+	for i := range cmds {
+		slot, err := commandSlot(cmds[i].Script, cmds[i].Keys, cmds[i].Args, cmds[i].RouteKey)
+		if err != nil {
+			return nil, err
+		}
+		es[i].slot = int16(slot)
+		if slot < 0 {
+			continue
+		}
+		m := cl.nodeFor(slot)
+		if n == nil {
+			n = m
+		} else if m != n {
+			return nil, ErrCrossNode
+		}
+	}
+	if n == nil {
+		n = cl.nodeFor(-1)
+	}
+	return n, nil
+}
+
+// apply installs a slot map: a node per master (created and dialled when new: into dials when given, else in the
+// background), every slot pointing at its master's node, nodes that serve no slot retired (closed after a grace
+// period, so that replies in flight still arrive), then channels moved to their slot's node.
+func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) {
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return
+	}
+	active := map[string]*node{}
+	var masters []*node
+	var covered [SlotCount]bool
+	for _, sh := range t.shards {
+		if sh.master == "" || len(sh.ranges) == 0 {
+			continue
+		}
+		n := cl.nodes[sh.master]
+		if n == nil {
+			n = newNode(cl.c, sh.master, cl.ep)
+			cl.nodes[sh.master] = n
+			if dials != nil {
+				n.dialAll(dials)
+			} else {
+				n.connectAll()
+			}
+		}
+		if active[sh.master] == nil {
+			active[sh.master] = n
+			masters = append(masters, n)
+		}
+		for _, r := range sh.ranges {
+			for s := r[0]; s <= r[1]; s++ {
+				covered[s] = true
+				if cl.slots[s].Load() != n {
+					cl.slots[s].Store(n)
+				}
+			}
+		}
+	}
+	for s := range covered {
+		if !covered[s] {
+			cl.slots[s].Store(nil)
+		}
+	}
+	var closeNow []*node
+	for addr, n := range cl.nodes {
+		if active[addr] == nil {
+			delete(cl.nodes, addr)
+			if !cl.retireLocked(n) {
+				closeNow = append(closeNow, n)
+			}
+		}
+	}
+	cl.masters.Store(&masters)
+	cl.known = t.addrs()
+	cl.mu.Unlock()
+	cl.c.reg.sweep()
+	for _, n := range closeNow {
+		n.close(ErrNodeRemoved)
+	}
+}
+
+// retiree closes a retired node when its grace period ends (timer.Task).
+type retiree struct {
+	cl *cluster
+	n  *node
+}
+
+func (r retiree) Run(*timer.Timeout) {
+	cl := r.cl
+	cl.mu.Lock()
+	if _, ok := cl.retired[r.n]; !ok {
+		cl.mu.Unlock()
+		return
+	}
+	delete(cl.retired, r.n)
+	cl.mu.Unlock()
+	r.n.close(ErrNodeRemoved)
+}
+
+// retireLocked schedules n's close after ResponseTimeout: replies in flight there (MOVED, mostly) still arrive;
+// whatever is left then fails with a *ConnError wrapping ErrNodeRemoved. Its channels move by the sweep that
+// follows. It reports false when the timer refuses (it is stopped): the caller closes n at once, after unlocking
+// (completions run callbacks, which may route commands).
+func (cl *cluster) retireLocked(n *node) bool {
+	cl.c.cfg.Logger.Info("conn: cluster node left the slot map", "addr", n.currentAddr())
+	to, err := cl.c.tm.NewTimeout(retiree{cl, n}, cl.c.cfg.ResponseTimeout)
+	if err != nil {
+		return false
+	}
+	cl.retired[n] = to
+	return true
+}
+
+// refresh is the refresher's run: fetch the map and apply it; while a master has no open connection, refresh
+// again soon.
+func (cl *cluster) refresh() {
+	t, err := cl.fetch()
+	if err != nil {
+		if cl.c.ctx.Err() == nil {
+			cl.c.cfg.Logger.Warn("conn: cluster topology refresh failed", "error", err)
+		}
+		cl.ref.triggerAfter(degradedRefresh)
+		return
+	}
+	cl.apply(t, nil)
+	for _, n := range cl.nodeList() {
+		if !n.up() {
+			cl.ref.triggerAfter(degradedRefresh)
+			return
+		}
+	}
+}
+
+// nodeList returns the nodes of the map.
+func (cl *cluster) nodeList() []*node {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	out := make([]*node, 0, len(cl.nodes))
+	for _, n := range cl.nodes {
+		out = append(out, n)
+	}
+	return out
+}
+
+// close stops the refreshes and closes every node (pending commands fail with ErrClosed).
+func (cl *cluster) close() {
+	cl.ref.close()
+	cl.mu.Lock()
+	cl.closed = true
+	var all []*node
+	for _, n := range cl.nodes {
+		all = append(all, n)
+	}
+	for n, to := range cl.retired {
+		to.Cancel()
+		all = append(all, n)
+	}
+	cl.nodes, cl.retired = map[string]*node{}, map[*node]*timer.Timeout{}
+	cl.mu.Unlock()
+	for _, n := range all {
+		n.close(nil)
+	}
+}
