@@ -15,14 +15,14 @@ import (
 type refusal uint8
 
 const (
-	refuseNone refusal = iota
-	refuseMoved        // MOVED slot addr: the slot lives elsewhere for good; update the map and send there
-	refuseAsk          // ASK slot addr: this one command goes to addr, preceded by ASKING (slot migration)
-	refuseTryAgain     // TRYAGAIN: a multi-key command during a migration; retry after a short wait
-	refuseDown         // CLUSTERDOWN: the cluster cannot serve the slot now (failover in progress)
-	refuseLoading      // LOADING: the server is loading its data set
-	refuseReadOnly     // READONLY: a replica (an old master, demoted); the Sentinels know the new master
-	unreachable        // not a reply: the command's node had no usable connection, so it was never sent
+	refuseNone     refusal = iota
+	refuseMoved            // MOVED slot addr: the slot lives elsewhere for good; update the map and send there
+	refuseAsk              // ASK slot addr: this one command goes to addr, preceded by ASKING (slot migration)
+	refuseTryAgain         // TRYAGAIN: a multi-key command during a migration; retry after a short wait
+	refuseDown             // CLUSTERDOWN: the cluster cannot serve the slot now (failover in progress)
+	refuseLoading          // LOADING: the server is loading its data set
+	refuseReadOnly         // READONLY: a replica (an old master, demoted); the Sentinels know the new master
+	unreachable            // not a reply: the command's node had no usable connection, so it was never sent
 )
 
 // refusalOf classifies an error reply.

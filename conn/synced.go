@@ -81,8 +81,8 @@ type syncOp struct {
 	c        *Client
 	p        *future.Promise[WaitResult]
 	waitArgs [3]string
-	skip     bool         // WAIT was known to be unsupported when the op started: complete on the command's reply
-	stop     func() bool  // unregisters the context's AfterFunc; nil when the context cannot end
+	skip     bool          // WAIT was known to be unsupported when the op started: complete on the command's reply
+	stop     func() bool   // unregisters the context's AfterFunc; nil when the context cannot end
 	gen      atomic.Uint32 // the current attempt
 
 	reply    resp.Value
