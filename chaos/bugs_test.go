@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -74,4 +75,51 @@ func newClient(t *testing.T, addr string) *rlock.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// TestWaiterRetriesAfterARefusalWithZeroTTL: a waiter must never hang on a lock whose holder vanished ("every wait
+// is also bounded by the TTL the failed attempt returned"). In its last millisecond a key is not yet expired and
+// PTTL answers 0, so the acquire script refuses with a TTL of 0. The plain lock's waiter treats a bound of 0 as
+// "no bound" (waiter.armLocked(0) is how non-head waiters wait for messages only), so the head waits for an unlock
+// message that an expiry never publishes, and Lock/LockLease hang until their context ends. Found by the chaos
+// runs' lease-expiry scenario (a LockLease that never returned) and reproduced here: a holder whose lock expires
+// 1 ms from now (a Redisson client, or a process that died) makes about a third of the acquires hang. The fenced
+// lock maps a TTL of 0 to a 1 ms bound (famPTTLRetry, famWait.armLocked) and never hangs.
+func TestWaiterRetriesAfterARefusalWithZeroTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs redis-server")
+	}
+	srv := redistest.Start(t)
+	c := newClient(t, srv.Addr())
+	bg := context.Background()
+	for _, fenced := range []bool{false, true} {
+		hung := 0
+		const n = 60
+		for i := range n {
+			lock := fmt.Sprintf("bug:zero-ttl:%v:%d", fenced, i)
+			// Another owner's lock in its last millisecond.
+			if _, err := srv.Do(bg, "HSET", lock, "7e0f1a9c-0000-4000-8000-000000000000:1", "1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.Do(bg, "PEXPIRE", lock, "1"); err != nil {
+				t.Fatal(err)
+			}
+			// The lock is free within a millisecond: a second is a generous bound.
+			ctx, cancel := context.WithTimeout(bg, time.Second)
+			var err error
+			if fenced {
+				_, _, err = c.FencedLock(lock).LockLease(ctx, time.Second)
+			} else {
+				_, err = c.Lock(lock).LockLease(ctx, time.Second)
+			}
+			cancel()
+			if err != nil {
+				hung++
+			}
+		}
+		if hung > 0 {
+			t.Errorf("fenced=%v: %d of %d acquires of a lock that expired within 1 ms were still waiting after 1 s",
+				fenced, hung, n)
+		}
+	}
 }

@@ -33,6 +33,7 @@ func runChaos(t *testing.T, cfg RunConfig) *Result {
 	if keep := os.Getenv("CHAOS_KEEP"); keep != "" {
 		// CHAOS_KEEP=dir keeps every run's logs (worker logs, faults.json) for analysis.
 		dst := filepath.Join(keep, strings.ReplaceAll(t.Name(), "/", "_"))
+		os.RemoveAll(dst)
 		if err := os.CopyFS(dst, os.DirFS(cfg.Dir)); err != nil {
 			t.Logf("keeping logs: %v", err)
 		} else {
@@ -86,5 +87,29 @@ func TestChaos(t *testing.T) {
 				t.Errorf("only %d acquisitions", res.Report.Believed)
 			}
 		})
+	}
+}
+
+// TestChaosLeaseExpiry stresses the lease's end without any injected fault: every acquire takes a fixed lease
+// and every holder keeps working past it, while other workers wait for the lock. Each hold thus ends with the
+// holder's context cancelled locally (ErrLeaseExpired) while a waiter is about to be let in by the server's
+// expiry (the lost holds are not released), under the CPU load of a dozen race-instrumented processes: the context must always end first.
+func TestChaosLeaseExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos runs take seconds")
+	}
+	res := runChaos(t, RunConfig{
+		Duration: 12 * time.Second,
+		Locks:    2,
+		Worker: WorkerConfig{
+			Forms:      "trylease,locklease",
+			Lease:      300 * time.Millisecond,
+			HoldMin:    250 * time.Millisecond,
+			HoldMax:    500 * time.Millisecond,
+			UnlockLost: -1, // the next holder is let in by the server's expiry
+		},
+	})
+	if res.Report.Lost < 10 {
+		t.Errorf("only %d holds outlived their lease: the scenario did not happen", res.Report.Lost)
 	}
 }

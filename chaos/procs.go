@@ -47,7 +47,8 @@ func (ps *procs) start(index, group int, addr string) (*proc, error) {
 		"-rt", w.ResponseTimeout.String(), "-wait", w.WaitBound.String(), "-hold-min", w.HoldMin.String(),
 		"-hold-max", w.HoldMax.String(), "-check", w.CheckEvery.String(),
 		"-plain", strconv.FormatFloat(w.Plain, 'f', -1, 64), "-long", strconv.FormatFloat(w.LongHolds, 'f', -1, 64),
-		"-tolerance", w.Tolerance.String(),
+		"-tolerance", w.Tolerance.String(), "-forms", w.Forms,
+		"-unlock-lost", strconv.FormatFloat(w.UnlockLost, 'f', -1, 64),
 		"-stat", w.StatEvery.String(), "-log", p.logPath, "-seed", strconv.FormatUint(cfg.Seed+uint64(index), 10),
 	}
 	cmd := cfg.Command(args)

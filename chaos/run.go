@@ -64,7 +64,11 @@ func (c *RunConfig) defaults() error {
 	if c.Worker.LongHolds == 0 {
 		c.Worker.LongHolds = 0.005
 	}
+	if c.Worker.UnlockLost == 0 {
+		c.Worker.UnlockLost = 0.5
+	}
 	c.Worker.Plain, c.Worker.LongHolds = max(c.Worker.Plain, 0), max(c.Worker.LongHolds, 0)
+	c.Worker.UnlockLost = max(c.Worker.UnlockLost, 0)
 	setInt := func(v *int, d int) {
 		if *v == 0 {
 			*v = d

@@ -7,6 +7,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,11 +35,18 @@ type WorkerConfig struct {
 	// lease: they span watchdog renewals and outlive fixed leases (whose contexts must then end before the
 	// server lets the next holder in), and they are the holds that faults catch in the middle.
 	LongHolds float64
-	Plain     float64       // fraction of acquires made with the plain Lock instead of the FencedLock
-	Tolerance time.Duration // the monitor reports an acquire pending past bound + Tolerance; default 1 s
-	StatEvery time.Duration // stat record period; default 2 s
-	LogPath   string
-	Seed      uint64
+	Plain     float64 // fraction of acquires made with the plain Lock instead of the FencedLock
+	// UnlockLost is the fraction of holds whose context ended before release that are released all the same
+	// (the lock may still be on the server when it expired only locally); the others are left to the server's
+	// lease, so that the next holder is let in by the server's expiry, not by a release.
+	UnlockLost float64
+	Tolerance  time.Duration // the monitor reports an acquire pending past bound + Tolerance; default 1 s
+	StatEvery  time.Duration // stat record period; default 2 s
+	// Forms restricts the acquire forms to a comma-separated list of lock, try, trylease, locklease, async,
+	// nowait; empty: all of them.
+	Forms   string
+	LogPath string
+	Seed    uint64
 }
 
 func (c *WorkerConfig) defaults() {
@@ -76,6 +85,25 @@ const (
 var formNames = [numForms]string{"Lock", "TryLock(wait)", "TryLock(wait,lease)", "LockLease", "TryLockAsync(wait)",
 	"TryLock(0)"}
 
+// formFlags are the names WorkerConfig.Forms uses for the forms, in form order.
+var formFlags = [numForms]string{"lock", "try", "trylease", "locklease", "async", "nowait"}
+
+// parseForms turns a comma-separated list of form flags into forms; empty means all.
+func parseForms(list string) ([]form, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []form
+	for _, name := range strings.Split(list, ",") {
+		i := slices.Index(formFlags[:], name)
+		if i < 0 {
+			return nil, fmt.Errorf("chaos: unknown acquire form %q (known: %s)", name, strings.Join(formFlags[:], ","))
+		}
+		out = append(out, form(i))
+	}
+	return out, nil
+}
+
 // slot is what the monitor sees of one goroutine's acquire in progress.
 type slot struct {
 	waitStart atomic.Int64 // 0 when not acquiring
@@ -87,6 +115,7 @@ type slot struct {
 
 type worker struct {
 	cfg     WorkerConfig
+	forms   []form
 	c       *rlock.Client
 	log     *Log
 	slots   []slot
@@ -104,6 +133,10 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 	if len(cfg.Locks) == 0 || cfg.LogPath == "" || cfg.Addr == "" {
 		return errors.New("chaos: worker needs an address, locks and a log path")
 	}
+	forms, err := parseForms(cfg.Forms)
+	if err != nil {
+		return err
+	}
 	lg, err := CreateLog(cfg.LogPath)
 	if err != nil {
 		return err
@@ -116,7 +149,7 @@ func RunWorker(ctx context.Context, cfg WorkerConfig, out io.Writer) error {
 		lg.Close()
 		return fmt.Errorf("chaos: worker %d: %w", cfg.Proc, err)
 	}
-	w := &worker{cfg: cfg, c: c, log: lg, slots: make([]slot, cfg.Goroutines)}
+	w := &worker{cfg: cfg, forms: forms, c: c, log: lg, slots: make([]slot, cfg.Goroutines)}
 	fmt.Fprintf(out, "ready %s\n", c.ID())
 
 	var wg sync.WaitGroup
@@ -165,6 +198,9 @@ func (w *worker) loop(ctx context.Context, g int) {
 func (w *worker) op(ctx context.Context, g int, seq int64, lock string, rng *rand.Rand, tm *time.Timer) {
 	cfg := &w.cfg
 	f := form(rng.IntN(int(numForms)))
+	if len(w.forms) > 0 {
+		f = w.forms[rng.IntN(len(w.forms))]
+	}
 	plain := rng.Float64() < cfg.Plain
 	bound := cfg.WaitBound/2 + time.Duration(rng.Int64N(int64(cfg.WaitBound/2)+1))
 	rec := Record{Kind: KindAcquired, Lock: lock, Proc: cfg.Proc, G: g, Seq: seq, WaitBound: int64(bound),
@@ -243,9 +279,11 @@ func (w *worker) op(ctx context.Context, g int, seq int64, lock string, rng *ran
 			rec.Cause = cause.Error()
 		}
 	}
-	// Release in every case: a lock that expired locally may still be on the server.
-	rec.Released = Now()
-	uerr := w.unlock(lock, plain, held)
+	var uerr error
+	if rec.Outcome != OutLost || rng.Float64() < cfg.UnlockLost {
+		rec.Released = Now()
+		uerr = w.unlock(lock, plain, held)
+	}
 	rec.Kind, rec.End = KindHold, Now()
 	if rec.Outcome == "" {
 		rec.Outcome = OutReleased

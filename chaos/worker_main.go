@@ -32,9 +32,11 @@ func WorkerMain(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.HoldMax, "hold-max", 0, "longest hold (default 30ms)")
 	fs.DurationVar(&cfg.CheckEvery, "check", 0, "held-context check period (default 1ms)")
 	fs.Float64Var(&cfg.Plain, "plain", 0, "fraction of acquires through the plain Lock")
+	fs.Float64Var(&cfg.UnlockLost, "unlock-lost", 0, "fraction of lost holds released all the same")
 	fs.Float64Var(&cfg.LongHolds, "long", 0, "fraction of long holds (half the watchdog timeout to 1.5 × the longest lease)")
 	fs.DurationVar(&cfg.Tolerance, "tolerance", 0, "hung-waiter tolerance (default 1s)")
 	fs.DurationVar(&cfg.StatEvery, "stat", 0, "stat record period (default 2s)")
+	fs.StringVar(&cfg.Forms, "forms", "", "acquire forms: comma-separated lock,try,trylease,locklease,async,nowait (default all)")
 	fs.StringVar(&cfg.LogPath, "log", "", "log file")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed")
 	if err := fs.Parse(args); err != nil {
