@@ -1,0 +1,238 @@
+package conn_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// TestClusterSlotMigration migrates slots between masters by hand (SETSLOT IMPORTING/MIGRATING, MIGRATE, SETSLOT
+// NODE) and checks each redirection the client must follow, on one cluster.
+func TestClusterSlotMigration(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	c := newClient(t, conn.Config{ClusterAddrs: cl.Addrs()})
+
+	t.Run("ASK", func(t *testing.T) { testAsk(t, cl, c) })
+	t.Run("TRYAGAIN", func(t *testing.T) { testTryAgain(t, cl, c) })
+	t.Run("MOVED under EVALSHA load", func(t *testing.T) { testMigrationUnderLoad(t, cl, c) })
+	t.Run("CLUSTERDOWN", func(t *testing.T) { testClusterDown(t, cl, c) })
+}
+
+// migrationSetup waits for a healthy cluster and returns slot's owner and another master.
+func migrationSetup(t *testing.T, cl *redistest.Cluster, slot int) (ctx context.Context, src, dst *redistest.Server) {
+	ctx = ctxT(t)
+	if err := cl.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	src, err := cl.NodeForSlot(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, src, otherMaster(t, ctx, cl, src)
+}
+
+// testAsk: a key already migrated is read from the importing node after ASK + ASKING; a key not migrated yet
+// from the source; after the migration ends, MOVED sends the client to the new owner for good.
+func testAsk(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
+	slot := conn.KeySlot("{ask}")
+	ctx, src, dst := migrationSetup(t, cl, slot)
+	for _, k := range []string{"{ask}a", "{ask}b"} {
+		if _, err := c.Do(ctx, "SET", k, k+"-value").Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startMigration(t, ctx, slot, src, dst)
+	migrateKeys(t, ctx, src, dst, "{ask}a")
+	asks := errorCount(t, ctx, src, "ASK")
+	askings := commandCount(t, ctx, dst, "asking")
+
+	for _, k := range []string{"{ask}a", "{ask}b"} {
+		if v, err := c.Do(ctx, "GET", k).Get(ctx); err != nil || v.Str != k+"-value" {
+			t.Fatalf("GET %s during the migration = %v, %v", k, v, err)
+		}
+	}
+	if got := errorCount(t, ctx, src, "ASK") - asks; got != 1 {
+		t.Fatalf("the source sent %d ASK replies, want 1 (for the migrated key)", got)
+	}
+	if got := commandCount(t, ctx, dst, "asking") - askings; got != 1 {
+		t.Fatalf("the target ran ASKING %d times, want 1", got)
+	}
+
+	migrateSlotKeys(t, ctx, slot, src, dst)
+	finishMigration(t, ctx, cl, slot, src, dst)
+	moved := errorCount(t, ctx, src, "MOVED")
+	for range 3 {
+		if v, err := c.Do(ctx, "GET", "{ask}b").Get(ctx); err != nil || v.Str != "{ask}b-value" {
+			t.Fatalf("GET after the migration = %v, %v", v, err)
+		}
+	}
+	if got := errorCount(t, ctx, src, "MOVED") - moved; got != 1 {
+		t.Fatalf("the old owner sent %d MOVED replies, want 1 (then the map is updated)", got)
+	}
+}
+
+// testTryAgain: a multi-key command whose keys are split between the two nodes gets TRYAGAIN; the client retries
+// with backoff, bounded by the caller's deadline, and succeeds once the migration has moved the rest.
+func testTryAgain(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
+	slot := conn.KeySlot("{try}")
+	ctx, src, dst := migrationSetup(t, cl, slot)
+	for _, k := range []string{"{try}a", "{try}b"} {
+		if _, err := c.Do(ctx, "SET", k, k).Get(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startMigration(t, ctx, slot, src, dst)
+	migrateKeys(t, ctx, src, dst, "{try}a")
+
+	// Bounded by the caller's deadline.
+	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	start := time.Now()
+	_, err := c.Do(short, "MGET", "{try}a", "{try}b").Get(ctx)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > time.Second {
+		t.Fatalf("MGET during the split, 150 ms deadline: err = %v after %v; want DeadlineExceeded", err, time.Since(start))
+	}
+
+	tries := errorCount(t, ctx, src, "TRYAGAIN")
+	f := c.Do(ctx, "MGET", "{try}a", "{try}b")
+	eventually(t, func() error { // the server has refused it at least once
+		if errorCount(t, ctx, src, "TRYAGAIN") == tries {
+			return errors.New("no TRYAGAIN yet")
+		}
+		return nil
+	})
+	if f.IsDone() {
+		v, err, _ := f.Peek()
+		t.Fatalf("MGET completed during the split: %v, %v", v, err)
+	}
+	migrateSlotKeys(t, ctx, slot, src, dst)
+	finishMigration(t, ctx, cl, slot, src, dst)
+	v, err := f.Get(ctx)
+	if err != nil || len(v.Elems) != 2 || v.Elems[0].Str != "{try}a" || v.Elems[1].Str != "{try}b" {
+		t.Fatalf("MGET after the migration = %v, %v", v, err)
+	}
+}
+
+// testMigrationUnderLoad migrates a slot while 32 goroutines run EVALSHA acquire/release pairs on keys of that
+// slot (and 8 on other slots): no error may reach them. During the migration the acquire of a key that is not on
+// the source is redirected with ASK; the release (keys: the lock and its channel, which never exists as a key)
+// gets TRYAGAIN on the source until its lock key moved; afterwards MOVED.
+func testMigrationUnderLoad(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
+	slot := conn.KeySlot("{mig}")
+	ctx, src, dst := migrationSetup(t, cl, slot)
+	var stop atomic.Bool
+	var pairs, errs atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for i := range 40 {
+		key := "{mig}:" + strconv.Itoa(i)
+		if i >= 32 {
+			key = "{other:" + strconv.Itoa(i) + "}"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := "owner:" + strconv.Itoa(i)
+			for !stop.Load() {
+				_, err := c.Eval(ctx, benchAcquire, []string{key}, "30000", owner).Get(ctx)
+				if err == nil {
+					_, err = c.Eval(ctx, benchRelease, []string{key, key + ":ch"}, "0", "30000", owner).Get(ctx)
+				}
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				pairs.Add(1)
+			}
+		}()
+	}
+	waitPairs := func(n int64) {
+		target := pairs.Load() + n
+		eventually(t, func() error {
+			if pairs.Load() < target && errs.Load() == 0 {
+				return errors.New("load not progressing")
+			}
+			return nil
+		})
+	}
+	waitPairs(2000)
+	asks, tries, moved := errorCount(t, ctx, src, "ASK"), errorCount(t, ctx, src, "TRYAGAIN"), errorCount(t, ctx, src, "MOVED")
+	startMigration(t, ctx, slot, src, dst)
+	migrated := 0
+	for range 5 { // keys come back as acquires create them: sweep a few times under load
+		migrated += migrateSlotKeys(t, ctx, slot, src, dst)
+		waitPairs(50)
+	}
+	finishMigration(t, ctx, cl, slot, src, dst)
+	waitPairs(2000)
+	stop.Store(true)
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		t.Fatalf("%d callers got an error; first: %v", errs.Load(), err)
+	}
+	a, tr, m := errorCount(t, ctx, src, "ASK")-asks, errorCount(t, ctx, src, "TRYAGAIN")-tries, errorCount(t, ctx, src, "MOVED")-moved
+	t.Logf("%d pairs; %d keys migrated; the source sent ASK %d, TRYAGAIN %d, MOVED %d times", pairs.Load(), migrated, a, tr, m)
+	if m == 0 || a+tr == 0 {
+		t.Fatalf("the migration did not exercise the redirections (ASK %d, TRYAGAIN %d, MOVED %d)", a, tr, m)
+	}
+	if n, err := dst.DoInt(ctx, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)); err != nil || n != 0 {
+		t.Fatalf("keys left in the slot after every release: %d, %v", n, err)
+	}
+}
+
+// testClusterDown: a slot no master serves gets CLUSTERDOWN; the client retries within the caller's deadline and
+// succeeds once the slot is served again; with a short RetryTimeout the CLUSTERDOWN error reaches the caller.
+func testClusterDown(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
+	slot := conn.KeySlot("{down}")
+	ctx, owner, _ := migrationSetup(t, cl, slot)
+	s := strconv.Itoa(slot)
+	for _, n := range cl.Nodes() {
+		// Only the slot goes down, not the whole cluster.
+		mustDo(t, ctx, n, "CONFIG", "SET", "cluster-require-full-coverage", "no")
+	}
+	ms, err := cl.Masters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		mustDo(t, ctx, m, "CLUSTER", "DELSLOTS", s)
+	}
+	downs := errorCount(t, ctx, owner, "CLUSTERDOWN")
+
+	impatient := newClient(t, conn.Config{ClusterAddrs: cl.Addrs(), RetryTimeout: 100 * time.Millisecond})
+	_, err = impatient.Do(ctx, "SET", "{down}x", "1").Get(ctx)
+	var se *resp.ServerError
+	if !errors.As(err, &se) || se.Prefix != "CLUSTERDOWN" {
+		t.Fatalf("SET on a slot nobody serves, RetryTimeout 100ms: err = %v; want CLUSTERDOWN", err)
+	}
+
+	start := time.Now()
+	f := c.Do(ctx, "SET", "{down}x", "1")
+	eventually(t, func() error {
+		if errorCount(t, ctx, owner, "CLUSTERDOWN") == downs {
+			return errors.New("no CLUSTERDOWN yet")
+		}
+		return nil
+	})
+	if f.IsDone() {
+		v, err, _ := f.Peek()
+		t.Fatalf("SET completed while the slot was down: %v, %v", v, err)
+	}
+	mustDo(t, ctx, owner, "CLUSTER", "ADDSLOTS", s)
+	if v, err := f.Get(ctx); err != nil || v.Str != "OK" {
+		t.Fatalf("SET after the slot came back = %v, %v", v, err)
+	}
+	t.Logf("served %v after the first CLUSTERDOWN", time.Since(start))
+	if v, err := owner.DoString(ctx, "GET", "{down}x"); err != nil || v != "1" {
+		t.Fatalf("GET on the owner = %q, %v", v, err)
+	}
+}
