@@ -70,12 +70,26 @@ func (l *rueidislockLib) Lock(ctx context.Context, name string) (workload.Held, 
 	return &rueidislockHeld{name: name, ctx: hctx, cancel: cancel}, nil
 }
 
+// LockWatched keeps the lock until Unlock. rueidislock ties a lock's life to
+// the context it was acquired with, so the acquisition runs under a context of
+// its own that ctx can cancel only until the lock is held (Watchdog: ctx
+// bounds the acquisition only).
 func (l *rueidislockLib) LockWatched(ctx context.Context, name string) (workload.WatchedHeld, error) {
-	hctx, cancel, err := l.lk.WithContext(ctx, name)
+	life, end := context.WithCancel(context.Background())
+	stop := context.AfterFunc(ctx, end)
+	hctx, cancel, err := l.lk.WithContext(life, name)
+	if !stop() { // ctx ended first: the acquisition was (or the lock is now) cancelled
+		if err == nil {
+			cancel()
+		}
+		end()
+		return nil, ctx.Err()
+	}
 	if err != nil {
+		end()
 		return nil, err
 	}
-	return &rueidislockHeld{name: name, ctx: hctx, cancel: cancel}, nil
+	return &rueidislockHeld{name: name, ctx: hctx, cancel: func() { cancel(); end() }}, nil
 }
 
 func (l *rueidislockLib) RenewPlan() (time.Duration, int) { return l.ttl / 2, 1 }
