@@ -3,6 +3,7 @@ package conn_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,37 @@ func TestClusterSlotMigration(t *testing.T) {
 	t.Run("ASK", func(t *testing.T) { testAsk(t, cl, c) })
 	t.Run("TRYAGAIN", func(t *testing.T) { testTryAgain(t, cl, c) })
 	t.Run("MOVED under EVALSHA load", func(t *testing.T) { testMigrationUnderLoad(t, cl, c) })
+	t.Run("sharded pub/sub follows the slot", func(t *testing.T) { testPubSubFollowsSlot(t, cl, c) })
 	t.Run("CLUSTERDOWN", func(t *testing.T) { testClusterDown(t, cl, c) })
+}
+
+// testPubSubFollowsSlot: a sharded subscription whose slot migrates is dropped by the old owner (it sends
+// sunsubscribe); the client subscribes again on the new owner, tells the handler KindResubscribed, and receives
+// what is published there.
+func testPubSubFollowsSlot(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
+	channel := "redisson_lock__channel:{psmig}"
+	slot := conn.KeySlot(channel)
+	ctx, src, dst := migrationSetup(t, cl, slot)
+	msgs := make(messages, 64)
+	sub, err := c.Subscribe(channel, msgs.handler).Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := c.Do(ctx, c.PublishCommand(), channel, "one").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs.expect(t, conn.KindMessage, "one", 5*time.Second)
+	startMigration(t, ctx, slot, src, dst)
+	finishMigration(t, ctx, cl, slot, src, dst)
+	msgs.expect(t, conn.KindResubscribed, "", 5*time.Second)
+	if chans, err := dst.DoStrings(ctx, "PUBSUB", "SHARDCHANNELS"); err != nil || !slices.Contains(chans, channel) {
+		t.Fatalf("PUBSUB SHARDCHANNELS on the new owner = %v, %v", chans, err)
+	}
+	if _, err := c.Do(ctx, c.PublishCommand(), channel, "two").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs.expect(t, conn.KindMessage, "two", 5*time.Second)
 }
 
 // migrationSetup waits for a healthy cluster and returns slot's owner and another master.

@@ -1,0 +1,222 @@
+package conn_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// failoverLoad runs EVALSHA acquire/release pairs from many goroutines during a failover and checks the contract:
+// every future ends (none hangs), and the only errors callers see are *ConnError (the command was in flight on
+// the dead master, or could not be sent within RetryTimeout). A probe measures when the client serves again.
+type failoverLoad struct {
+	t     *testing.T
+	c     *conn.Client
+	stop  atomic.Bool
+	wg    sync.WaitGroup
+	pairs atomic.Int64
+
+	mu        sync.Mutex
+	connErrs  map[string]int // by error text class
+	otherErr  error
+	hung      string
+	probeOK   []time.Time // successes of the probe command
+	probeFail []error
+}
+
+// startFailoverLoad starts g workers on keys made by key(i), and a probe writing probeKey every 10 ms.
+func startFailoverLoad(t *testing.T, c *conn.Client, g int, key func(i int) string, probeKey string) *failoverLoad {
+	l := &failoverLoad{t: t, c: c, connErrs: map[string]int{}}
+	for i := range g {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			k, owner := key(i), "owner:"+strconv.Itoa(i)
+			for !l.stop.Load() {
+				if l.check(c.Eval(context.Background(), benchAcquire, []string{k}, "30000", owner).Get) != nil {
+					continue
+				}
+				if l.check(c.Eval(context.Background(), benchRelease, []string{k, k + ":ch"}, "0", "30000", owner).Get) == nil {
+					l.pairs.Add(1)
+				}
+			}
+		}()
+	}
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		for !l.stop.Load() {
+			_, err := c.Do(context.Background(), "SET", probeKey, "x").Get(context.Background())
+			l.mu.Lock()
+			if err == nil {
+				l.probeOK = append(l.probeOK, time.Now())
+			} else {
+				l.probeFail = append(l.probeFail, err)
+			}
+			l.mu.Unlock()
+			time.Sleep(10 * time.Millisecond) // the probe's pace, not a synchronisation
+		}
+	}()
+	return l
+}
+
+// check waits for one future with a bound far above every retry and timeout of the client: a future still
+// pending after it hangs. It records the error class and returns the error.
+func (l *failoverLoad) check(get func(context.Context) (resp.Value, error)) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_, err := get(ctx)
+	if err == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var ce *conn.ConnError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil:
+		l.hung = "a future did not complete within 15 s"
+	case errors.As(err, &ce) && errors.Is(err, conn.ErrConnLost):
+		l.connErrs[fmt.Sprintf("ErrConnLost (%s)", ce.Op)]++
+	case errors.As(err, &ce) && errors.Is(err, conn.ErrUnavailable):
+		l.connErrs[fmt.Sprintf("ErrUnavailable (%s)", ce.Op)]++
+	default:
+		if l.otherErr == nil {
+			l.otherErr = err
+		}
+	}
+	return err
+}
+
+// waitPairs waits until n more pairs completed.
+func (l *failoverLoad) waitPairs(n int64) {
+	target := l.pairs.Load() + n
+	eventually(l.t, func() error {
+		if l.pairs.Load() < target {
+			return fmt.Errorf("%d of %d pairs", l.pairs.Load(), target)
+		}
+		return nil
+	})
+}
+
+// recovery returns the time from since to the probe's first success after it.
+func (l *failoverLoad) recovery(since time.Time) (time.Duration, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	i := slices.IndexFunc(l.probeOK, func(t time.Time) bool { return t.After(since) })
+	if i < 0 {
+		return 0, false
+	}
+	return l.probeOK[i].Sub(since), true
+}
+
+// finish stops the load and checks the contract.
+func (l *failoverLoad) finish() {
+	l.stop.Store(true)
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.hung != "" {
+		l.t.Fatal(l.hung)
+	}
+	if l.otherErr != nil {
+		l.t.Fatalf("a caller got an error that is not a *ConnError: %v", l.otherErr)
+	}
+	l.t.Logf("%d pairs; connection errors seen by callers: %v; probe failures: %d", l.pairs.Load(), l.connErrs, len(l.probeFail))
+}
+
+// messages collects a subscription's messages.
+type messages chan conn.Message
+
+func (m messages) handler(msg conn.Message) {
+	select {
+	case m <- msg:
+	default:
+	}
+}
+
+// expect waits for a message of kind (with payload, for KindMessage).
+func (m messages) expect(t *testing.T, kind conn.MessageKind, payload string, within time.Duration) {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case got := <-m:
+			if got.Kind == kind && (kind != conn.KindMessage || got.Payload == payload) {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("no message of kind %d (payload %q) within %v", kind, payload, within)
+		}
+	}
+}
+
+// TestClusterMasterKilled kills the master of a slot under an EVALSHA load over every slot: the client serves
+// that slot again within 5 s of the kill, every future ends (in-flight ones with a *ConnError), and a sharded
+// subscription on the slot comes back on the promoted replica (KindResubscribed) and receives messages.
+func TestClusterMasterKilled(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	ctx := ctxT(t)
+	c := newClient(t, conn.Config{ClusterAddrs: cl.Addrs()})
+	if got := c.PublishCommand(); got != "spublish" {
+		t.Fatalf("PublishCommand = %q on Redis 7; want spublish", got)
+	}
+	channel := "redisson_lock__channel:{victim}"
+	slot := conn.KeySlot(channel)
+	victim, err := cl.NodeForSlot(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := make(messages, 64)
+	if _, err := c.Subscribe(channel, msgs.handler).Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if chans, err := victim.DoStrings(ctx, "PUBSUB", "SHARDCHANNELS"); err != nil || !slices.Contains(chans, channel) {
+		t.Fatalf("PUBSUB SHARDCHANNELS on the slot's master = %v, %v; want the channel (SSUBSCRIBE)", chans, err)
+	}
+	if _, err := c.Do(ctx, "SPUBLISH", channel, "before").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs.expect(t, conn.KindMessage, "before", 5*time.Second)
+
+	load := startFailoverLoad(t, c, 64, func(i int) string { return "{k" + strconv.Itoa(i) + "}" }, "{victim}probe")
+	load.waitPairs(1000)
+	killedAt := time.Now()
+	_, promoted, err := cl.KillMaster(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("KillMaster returned after %v (the cluster's own failover)", time.Since(killedAt))
+	var rec time.Duration
+	eventually(t, func() error {
+		var ok bool
+		if rec, ok = load.recovery(killedAt); !ok {
+			return errors.New("the probe has not succeeded since the kill")
+		}
+		return nil
+	})
+	t.Logf("recovery: the slot was served again %v after the kill", rec)
+	if rec > 5*time.Second {
+		t.Errorf("recovery took %v, want within 5 s", rec)
+	}
+	load.waitPairs(1000)
+	load.finish()
+
+	msgs.expect(t, conn.KindResubscribed, "", 5*time.Second)
+	if chans, err := promoted.DoStrings(ctx, "PUBSUB", "SHARDCHANNELS"); err != nil || !slices.Contains(chans, channel) {
+		t.Fatalf("PUBSUB SHARDCHANNELS on the promoted master = %v, %v", chans, err)
+	}
+	if _, err := c.Do(ctx, "SPUBLISH", channel, "after").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs.expect(t, conn.KindMessage, "after", 5*time.Second)
+}
