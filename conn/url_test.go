@@ -95,3 +95,78 @@ func TestNewRejectsInvalidConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestParseURLSentinel(t *testing.T) {
+	cfg, err := conn.ParseURL("redis-sentinel://app:p%40ss@s1:26380,s2,[::1]:26381/my%20master?db=2&sentinel_password=spw&sentinel_username=sen&retry_timeout=2s&topology_refresh_interval=1s&pool_size=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := conn.Config{
+		SentinelAddrs: []string{"s1:26380", "s2:26379", "[::1]:26381"}, MasterName: "my master",
+		Username: "app", Password: "p@ss", SentinelUsername: "sen", SentinelPassword: "spw", DB: 2,
+		RetryTimeout: 2 * time.Second, TopologyRefreshInterval: time.Second, PoolSize: 3,
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("ParseURL =\n%+v\nwant\n%+v", cfg, want)
+	}
+	cfg, err = conn.ParseURL("rediss-sentinel://vault:26379/m")
+	if err != nil || cfg.TLS == nil || cfg.TLS.ServerName != "vault" || cfg.MasterName != "m" {
+		t.Fatalf("rediss-sentinel: %+v, %v", cfg, err)
+	}
+}
+
+func TestParseURLCluster(t *testing.T) {
+	cfg, err := conn.ParseURL("redis-cluster://:pw@n1:7000,n2:7001,n3?sharded_pubsub=off&retry_timeout=500ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := conn.Config{
+		ClusterAddrs: []string{"n1:7000", "n2:7001", "n3:6379"}, Password: "pw", DisableShardedPubSub: true,
+		RetryTimeout: 500 * time.Millisecond,
+	}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("ParseURL =\n%+v\nwant\n%+v", cfg, want)
+	}
+	if cfg, err := conn.ParseURL("rediss-cluster://n1:7000"); err != nil || cfg.TLS == nil || cfg.TLS.ServerName != "n1" {
+		t.Fatalf("rediss-cluster: %+v, %v", cfg, err)
+	}
+}
+
+func TestParseURLRejectsBadTopologyURLs(t *testing.T) {
+	for u, mention := range map[string]string{
+		"redis-sentinel://s1:26379":                  "names the master",
+		"redis-sentinel://s1:26379/a/b":              "names the master",
+		"redis-sentinel://s1:26379,/m":               "empty entry",
+		"redis-cluster://n1:7000/3":                  "database 0",
+		"redis://h1:1,h2:2":                          "one server",
+		"redis://h:1?retry_timeout=1s":               "does not apply",
+		"redis-cluster://n1:1?sentinel_password=x":   "does not apply",
+		"redis-sentinel://s:1/m?sharded_pubsub=off":  "does not apply",
+		"redis-cluster://n1:1?sharded_pubsub=always": "auto or off",
+		"redis-sentinel://s:99999/m":                 "port",
+		"redis-sentinel://s:1/m?db=-1":               "non-negative",
+	} {
+		_, err := conn.ParseURL(u)
+		if !errors.Is(err, conn.ErrInvalidConfig) || !strings.Contains(err.Error(), mention) {
+			t.Errorf("ParseURL(%q) err = %v; want ErrInvalidConfig mentioning %q", u, err, mention)
+		}
+	}
+}
+
+func TestNewRejectsInvalidTopologyConfig(t *testing.T) {
+	for _, cfg := range []conn.Config{
+		{Addr: "h:1", ClusterAddrs: []string{"n:1"}},
+		{SentinelAddrs: []string{"s:1"}, ClusterAddrs: []string{"n:1"}},
+		{SentinelAddrs: []string{"s:1"}},
+		{SentinelAddrs: []string{"nope"}, MasterName: "m"},
+		{ClusterAddrs: []string{"n:1"}, DB: 1},
+		{ClusterAddrs: []string{"n:1"}, RetryTimeout: -time.Second},
+	} {
+		if c, err := conn.New(cfg); !errors.Is(err, conn.ErrInvalidConfig) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("New(%+v) err = %v; want ErrInvalidConfig", cfg, err)
+		}
+	}
+}
