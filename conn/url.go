@@ -16,10 +16,10 @@ import (
 type urlScope uint8
 
 const (
-	scopeAll       urlScope = 0
-	scopeTopology  urlScope = 1 // redis-sentinel:// and redis-cluster:// (and their rediss- forms)
-	scopeSentinel  urlScope = 2
-	scopeCluster   urlScope = 3
+	scopeAll      urlScope = 0
+	scopeTopology urlScope = 1 // redis-sentinel:// and redis-cluster:// (and their rediss- forms)
+	scopeSentinel urlScope = 2
+	scopeCluster  urlScope = 3
 )
 
 // urlOption is one query option ParseURL accepts: where it applies and how.
