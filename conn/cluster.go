@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ type cluster struct {
 	slots     [SlotCount]atomic.Pointer[node]
 	masters   atomic.Pointer[[]*node] // the nodes serving slots, for keyless commands
 	rr        atomic.Uint32           // round robin over masters
+	failing   atomic.Bool             // the last refresh failed (its warning is logged once per outage)
 
 	mu      sync.Mutex // guards the fields below
 	nodes   map[string]*node
@@ -271,11 +273,16 @@ func (cl *cluster) refresh() {
 	t, err := cl.fetch()
 	if err != nil {
 		if cl.c.ctx.Err() == nil {
-			cl.c.cfg.Logger.Warn("conn: cluster topology refresh failed", "error", err)
+			level := slog.LevelDebug // warn once per outage
+			if cl.failing.CompareAndSwap(false, true) {
+				level = slog.LevelWarn
+			}
+			cl.c.cfg.Logger.Log(cl.c.ctx, level, "conn: cluster topology refresh failed", "error", err)
 		}
 		cl.ref.triggerAfter(degradedRefresh)
 		return
 	}
+	cl.failing.Store(false)
 	cl.apply(t, nil)
 	for _, n := range cl.nodeList() {
 		if !n.up() {

@@ -3,6 +3,7 @@ package conn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -26,6 +28,45 @@ func TestClusterSlotMigration(t *testing.T) {
 	t.Run("MOVED under EVALSHA load", func(t *testing.T) { testMigrationUnderLoad(t, cl, c) })
 	t.Run("sharded pub/sub follows the slot", func(t *testing.T) { testPubSubFollowsSlot(t, cl, c) })
 	t.Run("CLUSTERDOWN", func(t *testing.T) { testClusterDown(t, cl, c) })
+	t.Run("master restarted", func(t *testing.T) { testMasterRestart(t, cl, c) })
+}
+
+// testMasterRestart stops a master and starts it again before the cluster fails it over, while scripts keep
+// coming for its slot: commands issued while it is down are never sent, so they are retried (no error reaches the
+// callers), and the restarted server's empty script cache (NOSCRIPT) is loaded invisibly, also for those retries.
+// After a restart a master refuses commands with CLUSTERDOWN for 2 s (CLUSTER_WRITABLE_DELAY): retried too.
+func testMasterRestart(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
+	slot := conn.KeySlot("{rs}")
+	ctx, owner, _ := migrationSetup(t, cl, slot)
+	if _, err := c.Eval(ctx, benchAcquire, []string{"{rs}0"}, "30000", "o").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := owner.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Commands written before the client read the EOF fail with ErrConnLost (they were in flight). Wait until a
+	// command is held back for a retry instead: its short deadline ends first.
+	eventually(t, func() error {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		if _, err := c.Do(short, "EXISTS", "{rs}0").Get(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("EXISTS while the master is down: %v", err)
+		}
+		return nil
+	})
+	var futs []*future.Future[resp.Value]
+	for i := range 40 {
+		futs = append(futs, c.Eval(ctx, benchAcquire, []string{"{rs}" + strconv.Itoa(i+1)}, "30000", "o"))
+		time.Sleep(5 * time.Millisecond) // spread over the reconnection attempts, not a synchronisation
+	}
+	if err := owner.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for i, f := range futs {
+		if _, err := f.Get(ctx); err != nil {
+			t.Fatalf("Eval %d issued while the master was down: %v", i, err)
+		}
+	}
 }
 
 // testPubSubFollowsSlot: a sharded subscription whose slot migrates is dropped by the old owner (it sends

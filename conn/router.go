@@ -143,6 +143,7 @@ func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool
 	if n != nil {
 		last = n.pool.unavailable()
 	}
+	e.script = s // so that a NOSCRIPT reply to the resend is handled like any EVALSHA's
 	rt.retryLater(&resend{e: e, raw: appendCmd(nil, s, keys, args), kind: unreachable, last: last})
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/timer"
@@ -26,6 +28,7 @@ type sentinel struct {
 	scfg     *Config // connections to the Sentinels: their credentials, no database
 	ref      *refresher
 	watchers []*watcher
+	failing  atomic.Bool // the last refresh failed (its warning is logged once per outage)
 }
 
 // watcher keeps a subscription to +switch-master on one Sentinel, on its own pub/sub connection (a registry of its
@@ -115,11 +118,19 @@ func (s *sentinel) refresh() {
 	addr, err := s.discover()
 	if err != nil {
 		if s.c.ctx.Err() == nil {
-			s.c.cfg.Logger.Warn("conn: asking the Sentinels for the master failed", "master", s.name, "error", err)
+			// Expected during a failover (the Sentinels name the dead master until they promote a replica): warn
+			// once per outage.
+			level := slog.LevelDebug
+			if s.failing.CompareAndSwap(false, true) {
+				level = slog.LevelWarn
+			}
+			s.c.cfg.Logger.Log(s.c.ctx, level, "conn: asking the Sentinels for the master failed", "master", s.name,
+				"error", err)
 			s.ref.triggerAfter(degradedRefresh)
 		}
 		return
 	}
+	s.failing.Store(false)
 	s.switchTo(addr, "sentinel query")
 	if !s.c.node.up() {
 		s.ref.triggerAfter(degradedRefresh)
