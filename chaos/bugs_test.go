@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/faultproxy"
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
@@ -120,6 +125,138 @@ func TestWaiterRetriesAfterARefusalWithZeroTTL(t *testing.T) {
 		if hung > 0 {
 			t.Errorf("fenced=%v: %d of %d acquires of a lock that expired within 1 ms were still waiting after 1 s",
 				fenced, hung, n)
+		}
+	}
+}
+
+// TestFencedLockRejectsAMalformedGrant: a fencing token is only worth anything if it is the one the server
+// granted. decodeFenced (rlock/fencedlock.go) takes any two-element array for a grant and reads its elements'
+// Int fields whatever their type, so a reply that does not say "granted" — here [(integer) 1, "1"] — makes
+// FencedLock.Lock return a held context with token 0 and no error. A real redis-server answers the fenced acquire
+// script with two integers, so the reply is scripted by a fake server (a protocol fault a real one cannot
+// produce: a confused stream, a different script behind the SHA). The decoder should return a *resp.TypeError.
+// rlock/result_fuzz_test.go FuzzScriptResults found it, and also that parseAcquire and famDecodeCount take a bulk
+// count of "0" for a grant.
+func TestFencedLockRejectsAMalformedGrant(t *testing.T) {
+	addr := scriptedServer(t, "*2\r\n:1\r\n$1\r\n1\r\n")
+	c := newClient(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	held, token, err := c.FencedLock("bug:malformed").Lock(ctx)
+	if err == nil {
+		t.Errorf("Lock returned a held context (live: %v) with token %d for the reply [(integer) 1, \"1\"]",
+			held.Err() == nil, token)
+	}
+}
+
+// TestParseURLWholeSecondsOverflow: a duration option given in whole seconds was multiplied into a time.Duration
+// without an overflow check, so read_timeout=18446744074 was accepted as 290.448384ms (the product wraps around
+// 2^64). Found while writing conn/url_fuzz_test.go; the conn helper's working tree checks the range now, and this
+// stays as the regression test.
+func TestParseURLWholeSecondsOverflow(t *testing.T) {
+	for _, v := range []string{"18446744074", "9223372037", "-9223372037"} {
+		c, err := conn.ParseURL("redis://h:1?read_timeout=" + v)
+		if err == nil && c.ResponseTimeout/time.Second != mustAtoi(t, v) {
+			t.Errorf("read_timeout=%s gave %v with no error", v, c.ResponseTimeout)
+		}
+	}
+}
+
+// TestParseURLValidatesTheAddress: ParseURL builds Addr from whatever net/url makes of the host, so a redis:// URL
+// can yield an address that cannot be dialled — a malformed one, or a port out of range — and the mistake only
+// surfaces later, at New or at the first dial, instead of as ErrInvalidConfig from ParseURL (the Sentinel and
+// cluster forms check their ports; the standalone form does not). Found by conn/url_fuzz_test.go FuzzParseURL.
+func TestParseURLValidatesTheAddress(t *testing.T) {
+	for _, raw := range []string{"redis://]", "redis://::", "redis://h:99999999", "redis://h:0"} {
+		c, err := conn.ParseURL(raw)
+		if err != nil {
+			continue
+		}
+		host, port, serr := net.SplitHostPort(c.Addr)
+		n, perr := strconv.Atoi(port)
+		if serr != nil || perr != nil || n < 1 || n > 65535 || host == "" || strings.Trim(host, ":") == "" {
+			t.Errorf("ParseURL(%q) accepted the unusable address %q", raw, c.Addr)
+		}
+	}
+}
+
+func mustAtoi(t *testing.T, s string) time.Duration {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(n)
+}
+
+// scriptedServer is a fake Redis that answers PING with PONG, every EVALSHA with reply (raw RESP), and any other
+// command with +OK. It serves until the test ends.
+func scriptedServer(t *testing.T, reply string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Add(1)
+	go func() { // owner: the test; exits when the listener closes
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() { // owner: the test; exits when the connection closes
+				defer wg.Done()
+				serveScripted(c, reply)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func serveScripted(c net.Conn, reply string) {
+	var dec resp.Decoder
+	var buf []byte
+	chunk := make([]byte, 4096)
+	for {
+		n, err := c.Read(chunk)
+		if err != nil {
+			return
+		}
+		buf = append(buf, chunk[:n]...)
+		for {
+			v, used, err := dec.Decode(buf)
+			if err != nil {
+				break
+			}
+			buf = buf[used:]
+			out := "+OK\r\n"
+			if len(v.Elems) > 0 {
+				switch strings.ToUpper(v.Elems[0].Str) {
+				case "PING":
+					out = "+PONG\r\n"
+				case "EVALSHA", "EVAL":
+					out = reply
+				}
+			}
+			if _, err := c.Write([]byte(out)); err != nil {
+				return
+			}
 		}
 	}
 }
