@@ -29,6 +29,43 @@ func TestClusterSlotMigration(t *testing.T) {
 	t.Run("sharded pub/sub follows the slot", func(t *testing.T) { testPubSubFollowsSlot(t, cl, c) })
 	t.Run("CLUSTERDOWN", func(t *testing.T) { testClusterDown(t, cl, c) })
 	t.Run("master restarted", func(t *testing.T) { testMasterRestart(t, cl, c) })
+	t.Run("periodic refresh", func(t *testing.T) { testPeriodicRefresh(t, cl) })
+}
+
+// testPeriodicRefresh: an idle client learns a migration from its periodic refresh, without a MOVED.
+func testPeriodicRefresh(t *testing.T, cl *redistest.Cluster) {
+	slot := conn.KeySlot("{per}")
+	ctx, src, dst := migrationSetup(t, cl, slot)
+	p := newClient(t, conn.Config{ClusterAddrs: cl.Addrs(), TopologyRefreshInterval: 100 * time.Millisecond})
+	if _, err := p.Do(ctx, "SET", "{per}k", "v").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	startMigration(t, ctx, slot, src, dst)
+	migrateSlotKeys(t, ctx, slot, src, dst)
+	finishMigration(t, ctx, cl, slot, src, dst)
+	if err := cl.WaitHealthy(ctx); err != nil { // every node reports the new owner
+		t.Fatal(err)
+	}
+	shardsCalls := func() (n int) {
+		for _, s := range cl.Nodes() {
+			n += commandCount(t, ctx, s, "cluster|shards")
+		}
+		return n
+	}
+	before := shardsCalls()
+	eventually(t, func() error { // two refreshes: the second started after the cluster was healthy
+		if shardsCalls() < before+2 {
+			return errors.New("fewer than two refreshes so far")
+		}
+		return nil
+	})
+	moved := errorCount(t, ctx, src, "MOVED")
+	if v, err := p.Do(ctx, "GET", "{per}k").Get(ctx); err != nil || v.Str != "v" {
+		t.Fatalf("GET = %v, %v", v, err)
+	}
+	if got := errorCount(t, ctx, src, "MOVED") - moved; got != 0 {
+		t.Fatalf("the old owner sent %d MOVED: the periodic refresh did not update the map", got)
+	}
 }
 
 // testMasterRestart stops a master and starts it again before the cluster fails it over, while scripts keep
@@ -299,6 +336,26 @@ func testClusterDown(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
 		v, err, _ := f.Peek()
 		t.Fatalf("SET completed while the slot was down: %v, %v", v, err)
 	}
+	// Close fails a command waiting for a retry with ErrClosed, at once (and one in flight too: either way).
+	closing, err := conn.New(conn.Config{ClusterAddrs: cl.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := closing.Do(ctx, "SET", "{down}y", "1")
+	eventually(t, func() error { // two more refusals (f's retries count too): most likely it waits for a retry now
+		if errorCount(t, ctx, owner, "CLUSTERDOWN") < downs+2 {
+			return errors.New("not refused yet")
+		}
+		return nil
+	})
+	closed := time.Now()
+	if err := closing.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pending.Get(ctx); !errors.Is(err, conn.ErrClosed) || time.Since(closed) > time.Second {
+		t.Fatalf("a retrying command after Close: err = %v after %v; want ErrClosed", err, time.Since(closed))
+	}
+
 	mustDo(t, ctx, owner, "CLUSTER", "ADDSLOTS", s)
 	if v, err := f.Get(ctx); err != nil || v.Str != "OK" {
 		t.Fatalf("SET after the slot came back = %v, %v", v, err)
