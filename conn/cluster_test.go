@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
@@ -125,4 +126,36 @@ func nodeOf(t testing.TB, cl *redistest.Cluster, key string) string {
 		t.Fatal(err)
 	}
 	return s.Addr()
+}
+
+// TestClusterOverTLS runs a cluster client over TLS (a rediss-cluster:// URL): the slot map's TLS ports, routing,
+// SendAndWait and sharded pub/sub.
+func TestClusterOverTLS(t *testing.T) {
+	cl := redistest.StartCluster(t, redistest.WithTLS())
+	ctx := ctxT(t)
+	cfg, err := conn.ParseURL("rediss-cluster://" + cl.Addrs()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.TLS = cl.TLSConfig()
+	c := newClient(t, cfg)
+	msgs := make(messages, 8)
+	if _, err := c.Subscribe("ch:{tls}", msgs.handler).Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		k := "tls:" + strconv.Itoa(i)
+		if v, err := c.SendAndWait(ctx, conn.Cmd{Args: []string{"SET", k, "v"}}, 1, time.Second).Get(ctx); err != nil || v.Replicas != 1 {
+			t.Fatalf("SET %s with WAIT = %+v, %v", k, v, err)
+		}
+		if owner, err := cl.NodeForKey(ctx, k); err != nil {
+			t.Fatal(err)
+		} else if got, err := owner.DoString(ctx, "GET", k); err != nil || got != "v" {
+			t.Fatalf("GET %s on its owner = %q, %v", k, got, err)
+		}
+	}
+	if _, err := c.Do(ctx, c.PublishCommand(), "ch:{tls}", "hello").Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msgs.expect(t, conn.KindMessage, "hello", 5*time.Second)
 }
