@@ -6,14 +6,9 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/locksmith-go/locksmith/timer"
 )
-
-// degradedRefresh is the refresh period while a master of the slot map has no open connection (it failed, or its
-// replica is taking over): short, so that the client serves the slot again soon after the promotion.
-const degradedRefresh = 250 * time.Millisecond
 
 // cluster is the slot map of a cluster Client and its nodes, one per master. Routing reads the map lock-free
 // (an atomic pointer per slot); refreshes, MOVED replies and node creation take mu.
@@ -175,12 +170,13 @@ func (cl *cluster) pipelineNode(cmds []Cmd, es []pending) (*node, error) {
 
 // apply installs a slot map: a node per master (created and dialled when new: into dials when given, else in the
 // background), every slot pointing at its master's node, nodes that serve no slot retired (closed after a grace
-// period, so that replies in flight still arrive), then channels moved to their slot's node.
-func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) {
+// period, so that replies in flight still arrive), then channels moved to their slot's node. It reports whether
+// any slot changed node.
+func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 	cl.mu.Lock()
 	if cl.closed {
 		cl.mu.Unlock()
-		return
+		return false
 	}
 	active := map[string]*node{}
 	var masters []*node
@@ -208,13 +204,14 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) {
 				covered[s] = true
 				if cl.slots[s].Load() != n {
 					cl.slots[s].Store(n)
+					changed = true
 				}
 			}
 		}
 	}
 	for s := range covered {
-		if !covered[s] {
-			cl.slots[s].Store(nil)
+		if !covered[s] && cl.slots[s].Swap(nil) != nil {
+			changed = true
 		}
 	}
 	var closeNow []*node
@@ -233,6 +230,7 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) {
 	for _, n := range closeNow {
 		n.close(ErrNodeRemoved)
 	}
+	return changed
 }
 
 // retiree closes a retired node when its grace period ends (timer.Task).
@@ -279,17 +277,32 @@ func (cl *cluster) refresh() {
 			}
 			cl.c.cfg.Logger.Log(cl.c.ctx, level, "conn: cluster topology refresh failed", "error", err)
 		}
-		cl.ref.triggerAfter(degradedRefresh)
+		cl.ref.stillDegraded()
 		return
 	}
 	cl.failing.Store(false)
-	cl.apply(t, nil)
-	for _, n := range cl.nodeList() {
-		if !n.up() {
-			cl.ref.triggerAfter(degradedRefresh)
-			return
+	if cl.apply(t, nil) {
+		cl.rt.kick() // retries waiting for this change go now
+	}
+	if cl.suspects(t) > 0 {
+		cl.ref.stillDegraded()
+		return
+	}
+	cl.ref.healthy()
+}
+
+// suspects counts the masters of t whose node the Client has and cannot reach: a map naming them is stale (a
+// failover in progress) or the server is down.
+func (cl *cluster) suspects(t *topology) int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	n := 0
+	for _, sh := range t.shards {
+		if nd := cl.nodes[sh.master]; nd != nil && len(sh.ranges) > 0 && !nd.up() {
+			n++
 		}
 	}
+	return n
 }
 
 // nodeList returns the nodes of the map.

@@ -84,20 +84,35 @@ func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *t
 }
 
 // fetch asks the known nodes in turn (masters that are up, then the other masters and replicas of the last map,
-// then the seeds) until one answers, each bounded by DialTimeout; it blocks until then or until the Client closes.
+// then the seeds), each bounded by DialTimeout, and returns the first map whose masters the Client can all reach.
+// During a failover the nodes learn the promotion at different moments (the promoted replica first), so while the
+// maps it gets name an unreachable master it asks the next node, and returns the map with the fewest such masters.
+// It blocks until then or until the Client closes.
 func (cl *cluster) fetch() (*topology, error) {
 	var errs []error
+	var best *topology
+	bestSuspects := 0
 	for _, addr := range cl.candidates() {
 		ctx, cancel := context.WithTimeout(cl.c.ctx, cl.c.cfg.DialTimeout)
 		t, _, err := cl.fetchFrom(ctx, addr, false)
 		cancel()
-		if err == nil {
+		if err != nil {
+			errs = append(errs, err)
+			if cl.c.ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		n := cl.suspects(t)
+		if n == 0 {
 			return t, nil
 		}
-		errs = append(errs, err)
-		if cl.c.ctx.Err() != nil {
-			break
+		if best == nil || n < bestSuspects {
+			best, bestSuspects = t, n
 		}
+	}
+	if best != nil {
+		return best, nil
 	}
 	return nil, errors.Join(errs...)
 }

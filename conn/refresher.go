@@ -11,6 +11,14 @@ import (
 // one refresh per gap answers them all.
 const refreshGap = 100 * time.Millisecond
 
+// While the topology is degraded (a master unreachable: a failover in progress, or a server down for good), it is
+// refreshed every degradedMin, doubling up to degradedMax as the state persists: quick during a failover, cheap
+// when a master stays down.
+const (
+	degradedMin = 100 * time.Millisecond
+	degradedMax = 2 * time.Second
+)
+
 // refresher runs a topology refresh (a cluster's slot map, a Sentinel Client's master) on a short-lived goroutine:
 // at most one at a time, at most one per refreshGap, plus one every period. A trigger during a run asks for one
 // more run after it. Its goroutines are owned by the Client (wg); its timeouts ride the Client's wheel.
@@ -19,13 +27,14 @@ type refresher struct {
 	run    func() // the refresh itself; blocks (network), bounded by the Client's DialTimeout per query
 	period time.Duration
 
-	mu      sync.Mutex
-	running bool
-	again   bool
-	closed  bool
-	last    time.Time
-	soon    *timer.Timeout // a trigger that came within refreshGap of the last run
-	tick    *timer.Timeout // the periodic refresh
+	mu       sync.Mutex
+	degraded int // consecutive degraded runs, for the polling backoff
+	running  bool
+	again    bool
+	closed   bool
+	last     time.Time
+	soon     *timer.Timeout // a trigger that came within refreshGap of the last run
+	tick     *timer.Timeout // the periodic refresh
 }
 
 // start arms the periodic refresh (none when period is not positive).
@@ -70,17 +79,29 @@ func (r *refresher) trigger() {
 	go r.loop() // owner: the Client (wg); exits after this run (and the runs triggered during it)
 }
 
-// triggerAfter asks for a refresh in d (unless one is already planned sooner); for a degraded topology, polled at
-// a slower pace than errors trigger. Never blocks.
-func (r *refresher) triggerAfter(d time.Duration) {
+// stillDegraded is called by a run that found the topology degraded: another run follows after the polling
+// backoff (unless one is already planned). Never blocks.
+func (r *refresher) stillDegraded() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	d := degradedMax
+	if r.degraded < 5 {
+		d = min(degradedMin<<r.degraded, degradedMax)
+	}
+	r.degraded++
 	if r.closed || r.soon != nil {
 		return
 	}
 	if to, err := r.c.tm.NewTimeout(r, d); err == nil {
 		r.soon = to
 	}
+}
+
+// healthy is called by a run that found the topology healthy: the polling backoff starts over.
+func (r *refresher) healthy() {
+	r.mu.Lock()
+	r.degraded = 0
+	r.mu.Unlock()
 }
 
 // loop runs the refresh, then once more if triggered meanwhile (through trigger, so the gap holds).

@@ -50,10 +50,11 @@ func refusalOf(v *resp.Value) refusal {
 const maxMoves = 16
 
 // Delays of the retries after TRYAGAIN, CLUSTERDOWN, LOADING, READONLY or an unreachable node: retryMinDelay
-// doubling up to retryMaxDelay, for at most Config.RetryTimeout in all (and the command's context).
+// doubling up to retryMaxDelay, for at most Config.RetryTimeout in all (and the command's context). A topology
+// change (a new slot map, a new master) sends the waiting ones at once (router.kick).
 const (
 	retryMinDelay = 10 * time.Millisecond
-	retryMaxDelay = 250 * time.Millisecond
+	retryMaxDelay = 100 * time.Millisecond
 )
 
 // retryDelay returns the delay before delayed retry number n+1 and the total waited before it.
@@ -257,10 +258,33 @@ func (r *resend) Run(*timer.Timeout) {
 	rt.mu.Lock()
 	if _, ok := rt.delayed[r]; !ok {
 		rt.mu.Unlock()
-		return // the Client closed
+		return // the Client closed, or kick took it
 	}
 	delete(rt.delayed, r)
 	rt.mu.Unlock()
+	r.retry()
+}
+
+// kick sends every waiting retry now instead of at the end of its delay: the topology just changed (a new map, a
+// new master), so they have somewhere to go. Never blocks.
+func (rt *router) kick() {
+	rt.mu.Lock()
+	var due []*resend
+	for r, to := range rt.delayed {
+		if to.Cancel() { // exact: its Run will not happen, this goroutine owns r now
+			delete(rt.delayed, r)
+			due = append(due, r)
+		}
+	}
+	rt.mu.Unlock()
+	for _, r := range due {
+		r.retry()
+	}
+}
+
+// retry routes r again by its slot and sends it (or schedules the next retry).
+func (r *resend) retry() {
+	rt := r.rt
 	n := rt.nodeFor(int(r.e.slot))
 	if n == nil {
 		r.kind = unreachable

@@ -126,15 +126,17 @@ func (s *sentinel) refresh() {
 			}
 			s.c.cfg.Logger.Log(s.c.ctx, level, "conn: asking the Sentinels for the master failed", "master", s.name,
 				"error", err)
-			s.ref.triggerAfter(degradedRefresh)
+			s.ref.stillDegraded()
 		}
 		return
 	}
 	s.failing.Store(false)
 	s.switchTo(addr, "sentinel query")
 	if !s.c.node.up() {
-		s.ref.triggerAfter(degradedRefresh)
+		s.ref.stillDegraded()
+		return
 	}
+	s.ref.healthy()
 }
 
 // switchTo moves the Client's node to the master at addr, if it is not there already.
@@ -142,6 +144,7 @@ func (s *sentinel) switchTo(addr, why string) {
 	old := s.c.node.currentAddr()
 	if s.c.node.retarget(addr) {
 		s.c.cfg.Logger.Info("conn: master switched", "master", s.name, "from", old, "to", addr, "by", why)
+		s.c.rt.kick() // retries waiting for the new master go now (queued on its connections until they open)
 	}
 }
 

@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strconv"
@@ -88,30 +89,53 @@ func testSentinelSwitch(t *testing.T, rs *redistest.ReplicaSet, c *conn.Client, 
 	}
 	defer sub.Close()
 
+	old, err := rs.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	load := startFailoverLoad(t, c, 32, func(i int) string { return "sw:" + strconv.Itoa(i) }, "sw:probe")
 	load.waitPairs(500)
+	watch := watchPromotion(t, func(ctx context.Context) *redistest.Server {
+		for _, s := range rs.Sentinels() {
+			addr, err := s.DoStrings(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", rs.MasterName())
+			if err != nil || len(addr) != 2 || addr[1] == strconv.Itoa(old.Port()) {
+				continue
+			}
+			for _, n := range rs.Nodes() {
+				if strconv.Itoa(n.Port()) == addr[1] {
+					return n
+				}
+			}
+		}
+		return nil
+	})
 	start := time.Now()
-	var promoted *redistest.Server
 	if kill {
-		_, promoted, err = rs.KillMaster(ctx)
+		err = old.Kill()
 	} else {
-		_, promoted, err = rs.Failover(ctx)
+		_, _, err = rs.Failover(ctx)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("the Sentinels' failover took %v", time.Since(start))
+	done := time.Now()
 	var rec time.Duration
 	eventually(t, func() error {
 		var ok bool
-		if rec, ok = load.recovery(start); !ok {
-			return errors.New("the probe has not succeeded since the failover began")
+		if rec, ok = load.recovery(start, done); !ok {
+			return errors.New("no probe issued after the kill (or the failover) has succeeded")
 		}
 		return nil
 	})
+	promotedAt, promoted := watch.wait(t)
 	load.waitPairs(500)
 	load.finish()
-	t.Logf("recovery: served again %v after the failover began", rec)
+	lag := rec - promotedAt.Sub(start)
+	t.Logf("recovery: served again %v after the failover began; a Sentinel named the new master after %v (client lag %v)",
+		rec, promotedAt.Sub(start), lag)
+	if lag > time.Second {
+		t.Errorf("the client served %v after the promotion, want within 1 s", lag)
+	}
 	if kill && rec > 5*time.Second {
 		t.Errorf("recovery took %v after the kill, want within 5 s", rec)
 	}
