@@ -51,11 +51,12 @@ func (r *runner) schedule(ctx context.Context) {
 	cfg := r.cfg
 	start := time.Now()
 	end := start.Add(cfg.Duration)
-	// No fault starts in the last longest lease (plus a second) of the run: its recovery could not be seen.
-	lastFault := end.Add(-max(cfg.Worker.Watchdog, cfg.Worker.Lease) - time.Second)
+	// No fault starts unless it ends a longest lease (plus a second) before the end of the run: its recovery
+	// could not be seen.
+	settle := max(cfg.Worker.Watchdog, cfg.Worker.Lease) + time.Second
 	next := start.Add(cfg.Warmup)
 	for i := 0; ; i++ {
-		if len(cfg.Faults) == 0 || !next.Before(lastFault) {
+		if len(cfg.Faults) == 0 || !next.Add(r.faultLength(cfg.Faults[i%len(cfg.Faults)])+settle).Before(end) {
 			sleepUntil(ctx, end)
 			return
 		}
@@ -71,6 +72,19 @@ func (r *runner) schedule(ctx context.Context) {
 			next = now.Add(cfg.FaultEvery / 2)
 		}
 	}
+}
+
+// faultLength is about how long a fault of kind lasts.
+func (r *runner) faultLength(kind FaultKind) time.Duration {
+	switch kind {
+	case FaultPartition:
+		return r.cfg.PartitionFor
+	case FaultLatency:
+		return r.cfg.LatencyFor
+	case FaultRestartDelayed:
+		return r.cfg.DelayedDown
+	}
+	return 100 * time.Millisecond
 }
 
 // sleepUntil waits until t or until ctx ends; it reports whether t was reached.
