@@ -56,7 +56,7 @@ func TestChaosNoFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos runs take seconds")
 	}
-	res := runChaos(t, RunConfig{Duration: 8 * time.Second})
+	res := runChaos(t, RunConfig{Duration: 5 * time.Second})
 	if res.Report.Believed < 100 {
 		t.Errorf("only %d acquisitions: the workers did not run", res.Report.Believed)
 	}

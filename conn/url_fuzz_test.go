@@ -60,7 +60,7 @@ func FuzzParseURL(f *testing.F) {
 			return
 		}
 		scheme, _, _ := strings.Cut(raw, "://")
-		if strings.HasPrefix(scheme, "rediss") != (c.TLS != nil) {
+		if strings.HasPrefix(strings.ToLower(scheme), "rediss") != (c.TLS != nil) { // schemes are case-insensitive
 			t.Fatalf("ParseURL(%q): scheme %q but TLS %v", raw, scheme, c.TLS)
 		}
 		if c.DB < 0 {
