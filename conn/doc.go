@@ -215,15 +215,21 @@
 //
 // # Topologies measured (2-core VM shared with other work, 2026-11-22)
 //
-//	go test ./conn -run 'TestClusterMasterKilled|TestSentinel' -v
+//	go test ./conn -run 'TestClusterMasterKilled|TestSentinel$' -v -count 1
 //	go test ./conn -run '^$' -bench BenchmarkClusterVsSingle -benchtime 3s -count 3
 //
-// Recovery, from SIGKILL of the master to the first successful command on its slot (the servers' own failover is
-// most of it: cluster-node-timeout 2 s, Sentinel down-after 2 s, then the election): cluster 4.0-4.6 s, Sentinel
-// 3.3-3.5 s; the Client serves within about 0.1 s of the promotion (+switch-master, or the 250 ms refresh). Only
-// the commands in flight on the killed master fail (ErrConnLost); commands issued during the failover complete
-// after it. EVALSHA pairs, a three-master cluster (with its three replicas) against one standalone server in the
-// same run, on 2 cores also running the client: see the report of issue 7 for the figures; the cluster is slower
-// here because six server processes share two cores, each master's batches are a third as deep (7 commands per
-// write against 14), and cluster mode costs the server more per script (slot bookkeeping, replication).
+// Recovery, from SIGKILL of the master to the completion of the first command issued after it on its slot: cluster
+// (cluster-node-timeout 1 s) 2.4-2.6 s, of which the servers' failover (the replica's ROLE says master) took all
+// but 30-55 ms; with the default 2 s of redistest, 3.8-4.8 s. Sentinel (down-after 2 s) 3.2-3.3 s, 3-52 ms after
+// a Sentinel first named the new master. Only the commands in flight on the killed master fail (ErrConnLost,
+// 24-48 per run at 32-64 goroutines); the commands issued during the failover complete after it.
+//
+// Throughput, EVALSHA acquire/release pairs over keys spread across all slots, in one run: one standalone server
+// 65-86 k pairs/s at G=64 and 71-83 k at G=1024; the three-master cluster with its three replicas 20-24 k and
+// 28-32 k, with 5-7 µs of client CPU per pair against 3-4 µs. The client's cluster path is not the cause: a
+// one-node cluster (all slots on one cluster-enabled server) through a cluster Client made 71-78 k pairs/s against
+// 61-76 k for the standalone server in the same run. The deployment is: three masters without replicas made 37-61 k
+// (against 80-98 k), each server's batches a third as deep (7 commands per write instead of 14, so more system
+// calls per command, 2.4x the server CPU per pair), and the replicas halve that again; seven processes share two
+// cores. On machines with a core per server the cluster's masters add up instead.
 package conn
