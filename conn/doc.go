@@ -231,5 +231,5 @@
 // 61-76 k for the standalone server in the same run. The deployment is: three masters without replicas made 37-61 k
 // (against 80-98 k), each server's batches a third as deep (7 commands per write instead of 14, so more system
 // calls per command, 2.4x the server CPU per pair), and the replicas halve that again; seven processes share two
-// cores. On machines with a core per server the cluster's masters add up instead.
+// cores (with a core per server the masters should add up; not measurable here).
 package conn
