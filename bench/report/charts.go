@@ -101,8 +101,14 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
+// chartInit sizes a chart and leaves room above the plot for the title,
+// subtitle and axis name, and below it for rotated labels and the legend.
 func chartInit(id string) charts.GlobalOpts {
-	return charts.WithInitializationOpts(opts.Initialization{Width: "640px", Height: "380px", ChartID: id})
+	return func(bc *charts.BaseConfiguration) {
+		charts.WithInitializationOpts(opts.Initialization{Width: "640px", Height: "400px", ChartID: id})(bc)
+		charts.WithGridOpts(opts.Grid{Top: "80", Bottom: "60", Left: "50", Right: "60",
+			ContainLabel: opts.Bool(true)})(bc)
+	}
 }
 
 func chartTitle(title, sub string) charts.GlobalOpts {
