@@ -4,7 +4,7 @@ GO        ?= go
 FUZZTIME  ?= 20s
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: test bench fuzz vet deps
+.PHONY: test bench gobench fuzz vet deps
 
 deps:
 	@bash scripts/ensure-redis.sh
@@ -22,5 +22,12 @@ test: deps vet
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./resp
 
+# The main job: starts its own redis-server on loopback, runs every workload for
+# locksmith and the peer libraries side by side with the server ceiling, prints
+# the table and writes the report (JSON, HTML, Markdown) into bench-report/.
 bench: deps
+	$(GO) run ./bench -json bench-report/report.json -html bench-report/report.html -markdown bench-report/report.md
+
+# Go micro-benchmarks of every package (codec, futures, wheel, transport, locks).
+gobench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./...
