@@ -1,11 +1,13 @@
 package conn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +19,12 @@ import (
 // switchChannel is the Sentinel channel announcing a completed failover: "<name> <old-ip> <old-port> <new-ip>
 // <new-port>".
 const switchChannel = "+switch-master"
+
+// promotedChannel is the Sentinel channel on which the Sentinel leading a failover announces that the replica it
+// chose now reports role master ("slave <ip>:<port> <ip> <port> @ <name> <old-ip> <old-port>"). +switch-master
+// comes only once the other replicas are reconfigured, about a second later in a graceful failover, and meanwhile
+// the old master still accepts writes that the failover will drop: the Client moves on this message already.
+const promotedChannel = "+promoted-slave"
 
 // sentinel finds a Sentinel Client's master and keeps the Client's node on it: it asks the Sentinels at start, on
 // every +switch-master, whenever a watcher reconnects (messages may have been missed), when the master's
@@ -37,7 +45,8 @@ type watcher struct {
 	s     *sentinel
 	reg   *registry
 	ps    *pubsub
-	retry *timer.Timeout // guarded by reg.mu
+	retry *timer.Timeout  // guarded by reg.mu
+	have  map[string]bool // channels subscribed; guarded by reg.mu
 }
 
 // startSentinel is New for a Sentinel Client: ask the Sentinels for the master (ROLE-checked), dial its pool, and
@@ -62,7 +71,7 @@ func (c *Client) startSentinel() error {
 	}
 	sep := &endpoint{cfg: s.scfg}
 	for _, a := range s.addrs {
-		w := &watcher{s: s}
+		w := &watcher{s: s, have: map[string]bool{}}
 		w.reg = newRegistry(func(string) *pubsub { return w.ps }, nil)
 		w.ps = newPubsub(c, w.reg, a, sep, false)
 		s.watchers = append(s.watchers, w)
@@ -72,45 +81,82 @@ func (c *Client) startSentinel() error {
 	return nil
 }
 
-// discover asks each Sentinel in turn for the master's address and checks with ROLE that the server there is a
-// master; it returns the first address that passes. Each question is bounded by DialTimeout; it blocks.
+// discover asks every Sentinel for the master's address and its configuration epoch, and returns the address with
+// the highest epoch whose server passes the ROLE check (ties: the order of SentinelAddrs). Sentinels resolve
+// conflicts the same way: after a failover, the Sentinel that led it names the promoted replica with a new epoch
+// while the others still name the old master (which, in a graceful failover, still says master) until they hear of
+// it; taking the first answer would move the Client back to the old master. The Sentinels are asked in parallel,
+// each question bounded by DialTimeout; it blocks.
 func (s *sentinel) discover() (string, error) {
+	// Ask them all at once: one that does not answer costs DialTimeout, not DialTimeout per Sentinel after it.
+	res := make([]sentinelAnswer, len(s.addrs))
+	errAt := make([]error, len(s.addrs))
+	var wg sync.WaitGroup
+	for i, sa := range s.addrs {
+		wg.Add(1)
+		go func() { // owner: discover, which waits for it just below
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.DialTimeout)
+			defer cancel()
+			res[i], errAt[i] = s.ask(ctx, sa)
+		}()
+	}
+	wg.Wait()
 	var errs []error
-	for _, sa := range s.addrs {
-		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.DialTimeout)
-		addr, err := s.ask(ctx, sa)
-		if err == nil {
-			_, err = query(ctx, &s.c.cfg, addr, true, []string{"PING"})
+	var answers []sentinelAnswer
+	for i, err := range errAt {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sentinel %s: %w", s.addrs[i], err))
+		} else {
+			answers = append(answers, res[i])
 		}
+	}
+	slices.SortStableFunc(answers, func(a, b sentinelAnswer) int { return cmp.Compare(b.epoch, a.epoch) })
+	tried := map[string]bool{}
+	for _, a := range answers {
+		if tried[a.addr] {
+			continue
+		}
+		tried[a.addr] = true
+		ctx, cancel := context.WithTimeout(s.c.ctx, s.c.cfg.DialTimeout)
+		_, err := query(ctx, &s.c.cfg, a.addr, true, []string{"PING"})
 		cancel()
 		if err == nil {
-			return addr, nil
+			return a.addr, nil
 		}
-		errs = append(errs, fmt.Errorf("sentinel %s: %w", sa, err))
-		if s.c.ctx.Err() != nil {
-			break
-		}
+		errs = append(errs, fmt.Errorf("master %s (epoch %d): %w", a.addr, a.epoch, err))
 	}
 	return "", unavailableError("", "sentinel", errors.Join(append([]error{
 		fmt.Errorf("no Sentinel gave a reachable master for %q", s.name)}, errs...)...))
 }
 
-// ask runs SENTINEL GET-MASTER-ADDR-BY-NAME on one Sentinel.
-func (s *sentinel) ask(ctx context.Context, sentinelAddr string) (string, error) {
-	vs, err := query(ctx, s.scfg, sentinelAddr, false, []string{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.name})
+// sentinelAnswer is one Sentinel's view of the master.
+type sentinelAnswer struct {
+	addr  string
+	epoch int64 // config-epoch from SENTINEL MASTER; -1 when unknown
+}
+
+// ask runs SENTINEL GET-MASTER-ADDR-BY-NAME and SENTINEL MASTER (for the config epoch) on one Sentinel.
+func (s *sentinel) ask(ctx context.Context, sentinelAddr string) (sentinelAnswer, error) {
+	vs, err := query(ctx, s.scfg, sentinelAddr, false, []string{"SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.name},
+		[]string{"SENTINEL", "MASTER", s.name})
 	if err != nil {
-		return "", err
+		return sentinelAnswer{}, err
 	}
 	v := vs[0]
 	switch {
 	case v.Type == resp.ErrorReply:
-		return "", v.Err()
+		return sentinelAnswer{}, v.Err()
 	case v.Null:
-		return "", fmt.Errorf("the Sentinel does not monitor a master named %q", s.name)
+		return sentinelAnswer{}, fmt.Errorf("the Sentinel does not monitor a master named %q", s.name)
 	case v.Type != resp.Array || len(v.Elems) != 2:
-		return "", fmt.Errorf("unexpected reply %s", v.String())
+		return sentinelAnswer{}, fmt.Errorf("unexpected reply %s", v.String())
 	}
-	return net.JoinHostPort(v.Elems[0].Str, v.Elems[1].Str), nil
+	a := sentinelAnswer{addr: net.JoinHostPort(v.Elems[0].Str, v.Elems[1].Str), epoch: -1}
+	if m := vs[1]; m.Type == resp.Array {
+		a.epoch = int64(intOf(pairs(&m)["config-epoch"]))
+	}
+	return a, nil
 }
 
 // refresh is the refresher's run: ask the Sentinels, and move the node when the master changed.
@@ -148,23 +194,35 @@ func (s *sentinel) switchTo(addr, why string) {
 	}
 }
 
-// subscribe subscribes the watcher to +switch-master; on failure it retries after ReconnectMaxBackoff (the
-// connection's own reconnection then has had time to succeed). Once confirmed, the pub/sub layer resubscribes it
-// after every reconnection.
+// subscribe subscribes the watcher to +switch-master and +promoted-slave (those not subscribed yet); on failure it
+// retries after ReconnectMaxBackoff (the connection's own reconnection then has had time to succeed). Once
+// confirmed, the pub/sub layer resubscribes them after every reconnection.
 func (w *watcher) subscribe() {
-	w.reg.subscribe(switchChannel, w.onMessage).OnComplete(func(_ *Subscription, err error) {
-		if err == nil || errors.Is(err, ErrClosed) {
-			return
-		}
+	for _, ch := range []string{switchChannel, promotedChannel} {
 		w.reg.mu.Lock()
-		defer w.reg.mu.Unlock()
-		if w.reg.closed {
-			return
+		have := w.have[ch]
+		w.reg.mu.Unlock()
+		if have {
+			continue
 		}
-		if to, terr := w.s.c.tm.NewTimeout(w, w.s.c.cfg.ReconnectMaxBackoff); terr == nil {
-			w.retry = to
-		}
-	})
+		w.reg.subscribe(ch, w.onMessage).OnComplete(func(_ *Subscription, err error) {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			w.reg.mu.Lock()
+			defer w.reg.mu.Unlock()
+			if err == nil {
+				w.have[ch] = true
+				return
+			}
+			if w.reg.closed || w.retry != nil {
+				return
+			}
+			if to, terr := w.s.c.tm.NewTimeout(w, w.s.c.cfg.ReconnectMaxBackoff); terr == nil {
+				w.retry = to
+			}
+		})
+	}
 }
 
 // Run is the watcher's retry (timer.Task).
@@ -179,18 +237,25 @@ func (w *watcher) Run(t *timer.Timeout) {
 	w.subscribe()
 }
 
-// onMessage handles +switch-master (move to the new master at once; the handshake's ROLE check verifies it) and
-// the watcher's resubscription (messages may have been missed: ask the Sentinels). It runs on the event loop.
+// onMessage handles +switch-master and +promoted-slave of our master (move to the new master at once; the
+// handshake's ROLE check verifies it) and the watcher's resubscription (messages may have been missed: ask the
+// Sentinels). It runs on the event loop.
 func (w *watcher) onMessage(m Message) {
 	if m.Kind == KindResubscribed {
 		w.s.ref.trigger()
 		return
 	}
 	f := strings.Fields(m.Payload)
-	if len(f) != 5 || f[0] != w.s.name {
-		return
+	switch m.Channel {
+	case switchChannel:
+		if len(f) == 5 && f[0] == w.s.name {
+			w.s.switchTo(net.JoinHostPort(f[3], f[4]), switchChannel)
+		}
+	case promotedChannel:
+		if len(f) == 8 && f[0] == "slave" && f[4] == "@" && f[5] == w.s.name {
+			w.s.switchTo(net.JoinHostPort(f[2], f[3]), promotedChannel)
+		}
 	}
-	w.s.switchTo(net.JoinHostPort(f[3], f[4]), "+switch-master")
 }
 
 // close stops the refreshes and the watchers.

@@ -3,9 +3,11 @@ package conn_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,14 +19,19 @@ import (
 // URL), WAIT through SendAndWait, a crash of the master under load, then a graceful failover.
 func TestSentinel(t *testing.T) {
 	rs := redistest.StartReplicaSet(t)
-	c := newClient(t, conn.Config{SentinelAddrs: rs.SentinelAddrs(), MasterName: rs.MasterName()})
+	// Refresh every 100 ms, so that Sentinel queries run throughout the failovers: a query answered by a Sentinel
+	// that has not heard of the failover yet must not move the client back (switches counts the moves).
+	var switches atomic.Int32
+	c := newClient(t, conn.Config{SentinelAddrs: rs.SentinelAddrs(), MasterName: rs.MasterName(),
+		TopologyRefreshInterval: 100 * time.Millisecond,
+		Logger:                  slog.New(countingHandler{Handler: slog.DiscardHandler, substr: "master switched", n: &switches})})
 
 	t.Run("discovery", func(t *testing.T) { testSentinelDiscovery(t, rs, c) })
 	t.Run("SendAndWait", func(t *testing.T) { testSentinelWait(t, c) })
 	// The crash first: after a graceful failover the old master keeps role master until the Sentinels convert it,
 	// 10-16 s later (redistest's Rejoin doc), and the set is not healthy before.
-	t.Run("master killed", func(t *testing.T) { testSentinelSwitch(t, rs, c, true) })
-	t.Run("graceful failover", func(t *testing.T) { testSentinelSwitch(t, rs, c, false) })
+	t.Run("master killed", func(t *testing.T) { testSentinelSwitch(t, rs, c, &switches, true) })
+	t.Run("graceful failover", func(t *testing.T) { testSentinelSwitch(t, rs, c, &switches, false) })
 }
 
 func testSentinelDiscovery(t *testing.T, rs *redistest.ReplicaSet, c *conn.Client) {
@@ -76,7 +83,7 @@ func testSentinelWait(t *testing.T, c *conn.Client) {
 // testSentinelSwitch moves the master (SENTINEL FAILOVER, or SIGKILL) under an EVALSHA load with a subscription
 // open: the client serves again within 5 s (killed) on the new master, every future ends and callers see only
 // *ConnError, and the subscription comes back on the new master (KindResubscribed) and receives messages.
-func testSentinelSwitch(t *testing.T, rs *redistest.ReplicaSet, c *conn.Client, kill bool) {
+func testSentinelSwitch(t *testing.T, rs *redistest.ReplicaSet, c *conn.Client, switches *atomic.Int32, kill bool) {
 	ctx := ctxT(t)
 	if err := rs.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
@@ -95,6 +102,7 @@ func testSentinelSwitch(t *testing.T, rs *redistest.ReplicaSet, c *conn.Client, 
 	}
 	load := startFailoverLoad(t, c, 32, func(i int) string { return "sw:" + strconv.Itoa(i) }, "sw:probe")
 	load.waitPairs(500)
+	switchesBefore := switches.Load()
 	watch := watchPromotion(t, func(ctx context.Context) *redistest.Server {
 		for _, s := range rs.Sentinels() {
 			addr, err := s.DoStrings(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", rs.MasterName())
@@ -150,4 +158,7 @@ func testSentinelSwitch(t *testing.T, rs *redistest.ReplicaSet, c *conn.Client, 
 		t.Fatal(err)
 	}
 	msgs.expect(t, conn.KindMessage, "after", 5*time.Second)
+	if n := switches.Load() - switchesBefore; n != 1 {
+		t.Fatalf("the client moved %d times during one failover, want once", n)
+	}
 }
