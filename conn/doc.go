@@ -167,11 +167,15 @@
 //
 // # Sentinel
 //
-// New asks the Sentinels in turn for the master (SENTINEL GET-MASTER-ADDR-BY-NAME) and checks it with ROLE; every
-// connection to the master also sends ROLE in its handshake and is refused unless the server says master
-// (ErrNotMaster), so a stale answer or an old master that comes back never serves writes. The Client subscribes to
-// +switch-master on every Sentinel (one pub/sub connection each, authenticated with SentinelUsername and
-// SentinelPassword) and moves its node to the new master on the message: in-flight commands fail with a
+// New asks the Sentinels (all at once) for the master (SENTINEL GET-MASTER-ADDR-BY-NAME, with the configuration
+// epoch from SENTINEL MASTER) and takes the answer with the highest epoch that passes a ROLE check: after a
+// failover, Sentinels that have not heard of it yet still name the old master, which in a graceful failover still
+// says master, and the epoch is how Sentinels themselves settle that. Every connection to the master also sends
+// ROLE in its handshake and is refused unless the server says master (ErrNotMaster), so a stale answer or an old
+// master that comes back never serves writes. The Client subscribes to +switch-master and +promoted-slave on every
+// Sentinel (one pub/sub connection each, authenticated with SentinelUsername and SentinelPassword) and moves its
+// node to the new master on the first of them (+promoted-slave comes about a second earlier in a graceful failover,
+// a second during which the old master accepts writes the failover drops): in-flight commands fail with a
 // *ConnError wrapping ErrMasterSwitched, every connection dials the new master at once, the pub/sub connection
 // subscribes every channel there and handlers receive KindResubscribed. It also asks the Sentinels again when a
 // connection to the master fails, on READONLY, when a Sentinel connection comes back (messages may have been
@@ -220,8 +224,8 @@
 //
 // Recovery, from SIGKILL of the master to the completion of the first command issued after it on its slot: cluster
 // (cluster-node-timeout 1 s) 2.4-2.6 s, of which the servers' failover (the replica's ROLE says master) took all
-// but 30-55 ms; with the default 2 s of redistest, 3.8-4.8 s. Sentinel (down-after 2 s) 3.2-3.3 s, 3-52 ms after
-// a Sentinel first named the new master. Only the commands in flight on the killed master fail (ErrConnLost,
+// but 30-55 ms; with the default 2 s of redistest, 3.8-4.8 s. Sentinel (down-after 2 s) 3.2-3.3 s, 2-52 ms after
+// a Sentinel first named the new master; a graceful failover (SENTINEL FAILOVER) is followed within 100-110 ms. Only the commands in flight on the killed master fail (ErrConnLost,
 // 24-48 per run at 32-64 goroutines); the commands issued during the failover complete after it.
 //
 // Throughput, EVALSHA acquire/release pairs over keys spread across all slots, in one run: one standalone server
