@@ -157,8 +157,9 @@
 // Commands that were not run are sent again, invisibly, within Config.RetryTimeout (default 5 s) and the
 // command's context: MOVED (the slot map is updated, then a refresh fetches the rest), ASK (ASKING and the command,
 // on the importing node, under one lock so nothing comes between them), TRYAGAIN, CLUSTERDOWN, LOADING and
-// READONLY (after a backoff on the timer wheel: 10 ms doubling to 250 ms), and commands that could not be sent
-// because their node had no usable connection or was still connecting when the attempt failed. A command in
+// READONLY (after a backoff on the timer wheel: 10 ms doubling to 100 ms, cut short when the topology changes),
+// and commands that could not be sent because their node had no usable connection or was still connecting when
+// the attempt failed. A command in
 // flight on a connection that drops fails with a *ConnError matching ErrConnLost, as on a standalone Client: it
 // may have run, and scripts that acquire or release are not idempotent. When the retries run out, the caller gets
 // the last refusal (a *resp.ServerError) or ErrUnavailable. So, unlike a standalone Client, a Sentinel or cluster
@@ -192,10 +193,12 @@
 // *CrossSlotError before it is sent, and the server's CROSSSLOT reply to other commands is the same type
 // (ErrCrossSlot). A Pipeline goes to one node: commands whose keys map to different nodes fail with ErrCrossNode.
 // The map is refreshed every TopologyRefreshInterval, after MOVED and CLUSTERDOWN, when a connection fails or a
-// command finds its node unreachable (at most once per 100 ms), and every 250 ms while a master of the map has no
-// open connection (a failover in progress). The refresh runs on a short-lived goroutine that asks the nodes in
-// turn (those with open connections first, then the other nodes of the last map, then the seeds) on a fresh
-// connection each, off the pipelines. A node that leaves the map is closed after ResponseTimeout, so replies in
+// command finds its node unreachable (at most once per 100 ms), and while a master of the map has no open
+// connection (a failover in progress, or a server down for good) every 100 ms, backing off to 2 s. The refresh
+// runs on a short-lived goroutine that asks the nodes in turn (those with open connections first, then the other
+// nodes of the last map, then the seeds) on a fresh connection each, off the pipelines; while the maps it gets name
+// a master it cannot reach, it asks the next node (the promoted replica knows of its promotion first) and keeps the
+// map with the fewest such masters. A node that leaves the map is closed after ResponseTimeout, so replies in
 // flight (MOVED, mostly) still arrive; what is left fails with a *ConnError wrapping ErrNodeRemoved.
 //
 // Pub/sub: a channel is subscribed on the node serving its slot, with SSUBSCRIBE when the servers have it (else,
