@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,6 +36,15 @@ type javaClient struct {
 	srv *redistest.Server
 }
 
+// channel is the lock's unlock channel as Redisson names it (RedissonObject.prefixName): the name wrapped in braces,
+// unless it contains "{" already (it then carries its own hash tag and is used as it is).
+func (javaClient) channel(name string) string {
+	if strings.Contains(name, "{") {
+		return "redisson_lock__channel:" + name
+	}
+	return "redisson_lock__channel:{" + name + "}"
+}
+
 // lock runs Redisson's lock script: true when granted, else the PTTL it answered.
 func (j javaClient) lock(name string, lease time.Duration) (bool, int64) {
 	j.t.Helper()
@@ -47,7 +57,7 @@ func (j javaClient) lock(name string, lease time.Duration) (bool, int64) {
 
 func (j javaClient) unlock(name string) {
 	j.t.Helper()
-	r, err := j.srv.Do(context.Background(), "EVAL", redissonUnlock, "2", name, "redisson_lock__channel:{"+name+"}",
+	r, err := j.srv.Do(context.Background(), "EVAL", redissonUnlock, "2", name, j.channel(name),
 		"0", "30000", javaOwner)
 	if err != nil || r.Kind != redistest.KindInt || r.Int != 1 {
 		j.t.Fatalf("java unlock = %v, %v; want 1", r, err)
@@ -63,7 +73,7 @@ func (j javaClient) subscribe(name string) func(time.Duration) (string, error) {
 		j.t.Fatal(err)
 	}
 	j.t.Cleanup(func() { c.Close() })
-	c.Write(resp.AppendCommand(nil, "SUBSCRIBE", "redisson_lock__channel:{"+name+"}"))
+	c.Write(resp.AppendCommand(nil, "SUBSCRIBE", j.channel(name)))
 	var dec resp.Decoder
 	var buf []byte
 	next := func(d time.Duration) (resp.Value, error) {
@@ -100,15 +110,23 @@ func (j javaClient) subscribe(name string) func(time.Duration) (string, error) {
 	}
 }
 
+// TestRedissonLayoutInterop runs on a plain name and on one that carries its own hash tag, for which Redisson does
+// not wrap the name in the channel's braces again ("redisson_lock__channel:{orders}:42").
 func TestRedissonLayoutInterop(t *testing.T) {
+	for _, name := range []string{"shared", "{orders}:42"} {
+		t.Run(name, func(t *testing.T) { testRedissonLayoutInterop(t, name) })
+	}
+}
+
+func testRedissonLayoutInterop(t *testing.T, name string) {
 	srv := redistest.Start(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 20*time.Second)
 	java := javaClient{t, srv}
-	l := c.Lock("shared")
+	l := c.Lock(name)
 
 	t.Run("go waits for java and is woken by its unlock message", func(t *testing.T) {
-		if ok, _ := java.lock("shared", 30*time.Second); !ok {
+		if ok, _ := java.lock(name, 30*time.Second); !ok {
 			t.Fatal("java could not lock a free lock")
 		}
 		if _, err := l.TryLock(ctx, 0, 0); !errors.Is(err, rlock.ErrNotAcquired) {
@@ -117,14 +135,14 @@ func TestRedissonLayoutInterop(t *testing.T) {
 		f := l.LockAsync(ctx)
 		// Let the waiter subscribe and settle; it would otherwise wait for the 30 s TTL.
 		eventually(t, 2*time.Second, "the go waiter to subscribe", func() bool {
-			n, err := srv.Do(ctx, "PUBSUB", "NUMSUB", "redisson_lock__channel:{shared}")
+			n, err := srv.Do(ctx, "PUBSUB", "NUMSUB", java.channel(name))
 			return err == nil && len(n.Array) == 2 && n.Array[1].Int == 1
 		})
 		if f.IsDone() {
 			t.Fatal("go acquired while java holds")
 		}
 		released := time.Now()
-		java.unlock("shared")
+		java.unlock(name)
 		held, err := f.Get(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -133,11 +151,11 @@ func TestRedissonLayoutInterop(t *testing.T) {
 			t.Fatalf("go acquired %v after java's unlock: not woken by the message", d)
 		}
 		owner := mustOwner(t, held)
-		if m := hgetall(t, srv, "shared"); len(m) != 1 || m[owner] != "1" {
+		if m := hgetall(t, srv, name); len(m) != 1 || m[owner] != "1" {
 			t.Fatalf("lock after go acquired = %v", m)
 		}
 		// Java is excluded and told the remaining lease, as against another Java client.
-		if ok, ttl := java.lock("shared", 30*time.Second); ok || ttl <= 0 {
+		if ok, ttl := java.lock(name, 30*time.Second); ok || ttl <= 0 {
 			t.Fatalf("java lock while go holds = %v, ttl %d", ok, ttl)
 		}
 		mustUnlock(t, l, held)
@@ -145,8 +163,8 @@ func TestRedissonLayoutInterop(t *testing.T) {
 
 	t.Run("java waits for go and is woken by its unlock message", func(t *testing.T) {
 		held := mustLock(t, l, ctx)
-		next := java.subscribe("shared")
-		if ok, ttl := java.lock("shared", 30*time.Second); ok || ttl <= 0 {
+		next := java.subscribe(name)
+		if ok, ttl := java.lock(name, 30*time.Second); ok || ttl <= 0 {
 			t.Fatalf("java lock while go holds = %v, ttl %d", ok, ttl)
 		}
 		mustUnlock(t, l, held)
@@ -154,7 +172,7 @@ func TestRedissonLayoutInterop(t *testing.T) {
 		if err != nil || msg != "0" {
 			t.Fatalf("java's subscription got %q, %v; want the unlock message \"0\"", msg, err)
 		}
-		if ok, _ := java.lock("shared", 30*time.Second); !ok {
+		if ok, _ := java.lock(name, 30*time.Second); !ok {
 			t.Fatal("java could not lock after go's unlock")
 		}
 		if _, err := l.TryLock(ctx, 0, 0); !errors.Is(err, rlock.ErrNotAcquired) {
@@ -169,7 +187,7 @@ func TestRedissonLayoutInterop(t *testing.T) {
 			t.Fatalf("java owner's hold count = %d, %v; want 2", n, err)
 		}
 		mustUnlock(t, l, javaCtx)
-		java.unlock("shared")
+		java.unlock(name)
 		if locked, _ := l.IsLocked(ctx); locked {
 			t.Fatal("still locked")
 		}

@@ -26,7 +26,7 @@ type CountDownLatch struct {
 // handle's methods as an *ArgumentError.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
 	return &CountDownLatch{f: c.fam(), name: name,
-		keys: []string{name, "redisson_countdownlatch__channel__{" + name + "}"}}
+		keys: []string{name, latchChannelName(name)}}
 }
 
 // Name returns the latch's name (its Redis key).

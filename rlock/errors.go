@@ -2,17 +2,24 @@ package rlock
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
+	"time"
 )
 
+// The package's errors. Callers branch with errors.Is on the sentinels and errors.As on the typed errors below
+// them; transport failures come from package conn (conn.ErrUnavailable, conn.ErrConnLost, *conn.ConnError) and
+// error replies as *resp.ServerError.
 var (
 	// ErrNotHeld is returned by Unlock when the owner in the context does not hold the lock (Redisson's
 	// IllegalMonitorStateException): another owner holds it, it was never taken, it expired, or it was force-unlocked.
 	// Unlock with the context the acquire returned, or pin the same owner with WithOwner.
 	ErrNotHeld = errors.New("rlock: the lock is not held by this owner; unlock with the context the acquire returned")
 
-	// ErrNotAcquired is returned by TryLock (and TryRun) when the lock could not be taken within the wait time.
-	// It is never returned because a context ended: that returns the context's error.
+	// ErrNotAcquired is returned by TryLock (and TryRun, and every Try call of the family) when the lock or the
+	// permits could not be taken within the wait time. It is never returned because a context ended: that returns
+	// the context's error.
 	ErrNotAcquired = errors.New("rlock: lock not acquired within the wait time")
 
 	// ErrLockLost is the cause (context.Cause) of a held context when a renewal found that the server no longer
@@ -33,8 +40,38 @@ var (
 	ErrClosed = errors.New("rlock: client closed")
 
 	// ErrInvalidArgument is matched (errors.Is) by the *ArgumentError returned for bad input: an empty lock name,
-	// a negative or sub-millisecond lease, a negative wait, a malformed owner id. Nothing was sent to the server.
+	// a negative or sub-millisecond lease, a negative wait, a malformed owner id, permits that are not positive.
+	// Nothing was sent to the server.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
+
+	// ErrLockUpgrade is returned by WriteLock's acquire calls when the owner holds a read hold of the same lock
+	// and no write hold: the write lock waits for every reader to leave, the owner included, so it would wait for
+	// itself forever (Redisson lets it hang until its own read lease runs out). Release the read holds first, or
+	// take the write lock first and the read lock under it (a downgrade, which is allowed).
+	ErrLockUpgrade = errors.New("rlock: the owner holds the read lock; release it before taking the write lock")
+
+	// ErrPermitNotFound is returned by PermitExpirableSemaphore.Release and UpdateLease when a permit id is not
+	// held: it was released already, its lease ended (the permit went back to the pool), or it was never issued by
+	// this semaphore. Nothing changed for that id.
+	ErrPermitNotFound = errors.New("rlock: permit not held: released already, lease ended, or never issued")
+
+	// ErrRateNotSet is returned by a RateLimiter's acquire and query calls when no rate was set on the server:
+	// call TrySetRate (or SetRate) first.
+	ErrRateNotSet = errors.New("rlock: the rate limiter has no rate; call TrySetRate or SetRate first")
+
+	// ErrRateExceeded is returned when more permits are asked for at once than the rate (or the fixed window's
+	// limit) allows per interval: such a request could never be granted. Ask for fewer permits.
+	ErrRateExceeded = errors.New("rlock: more permits requested than the rate allows per interval")
+
+	// ErrNoQuorum is matched (errors.Is) by the *QuorumError a RedLock returns when so many of its locks failed
+	// with errors (servers down or unreachable, not merely held by someone else) that a majority cannot be
+	// reached. Bring masters back, or retry later.
+	ErrNoQuorum = errors.New("rlock: RedLock: a majority of the masters cannot be reached")
+
+	// ErrNotLock is matched (errors.Is) by the *NotLockError a Status call returns when the key under the lock's
+	// name exists but is not a lock (another type, or a hash whose fields are not hold counts): another program
+	// uses the name. Choose another lock name.
+	ErrNotLock = errors.New("rlock: the key exists and is not a lock")
 )
 
 // ArgumentError reports bad input to an rlock call; nothing was sent to the server. It matches ErrInvalidArgument
@@ -64,3 +101,80 @@ func (e *ArgumentError) Error() string {
 
 // Is reports whether target is ErrInvalidArgument.
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArgument }
+
+// QuorumError reports a RedLock acquisition that failed fast because errors on too many masters made a majority
+// impossible. It matches ErrNoQuorum and, through Unwrap, each master's error.
+type QuorumError struct {
+	Quorum   int              // locks needed
+	Total    int              // locks in the RedLock
+	Acquired int              // locks that were taken (and have been released)
+	Errors   map[string]error // the failed locks' errors, keyed "#<index> <lock name>" (RedLock names repeat)
+}
+
+// Error says how many masters failed and why.
+func (e *QuorumError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "rlock: RedLock: %d of %d masters failed, a majority of %d is out of reach:", len(e.Errors), e.Total, e.Quorum)
+	for name, err := range e.Errors {
+		fmt.Fprintf(&sb, " %s: %v;", name, err)
+	}
+	return strings.TrimSuffix(sb.String(), ";")
+}
+
+// Unwrap returns ErrNoQuorum and the masters' errors.
+func (e *QuorumError) Unwrap() []error {
+	errs := []error{ErrNoQuorum}
+	for _, err := range e.Errors {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// NotLockError reports that the key under a lock's name is not a lock. It matches ErrNotLock.
+type NotLockError struct {
+	Name   string // the lock name (the key)
+	Detail string // what the key holds instead, such as "it holds a string"
+}
+
+// Error names the key and what it holds.
+func (e *NotLockError) Error() string {
+	return "rlock: the key " + strconv.Quote(e.Name) + " is not a lock (" + e.Detail + "); choose another lock name"
+}
+
+// Is reports whether target is ErrNotLock.
+func (e *NotLockError) Is(target error) bool { return target == ErrNotLock }
+
+// errPermitsNotFound reports n permit ids of one Release that were not held.
+func errPermitsNotFound(n int) error {
+	if n == 1 {
+		return ErrPermitNotFound
+	}
+	return &permitsNotFoundError{n: n}
+}
+
+// permitsNotFoundError is ErrPermitNotFound for several ids, with their number.
+type permitsNotFoundError struct{ n int }
+
+func (e *permitsNotFoundError) Error() string {
+	return ErrPermitNotFound.Error() + " (" + strconv.Itoa(e.n) + " ids)"
+}
+
+func (e *permitsNotFoundError) Unwrap() error { return ErrPermitNotFound }
+
+// The constructors of the package's *ArgumentErrors, so that every call words the same mistake the same way.
+
+func nameError(op string) error {
+	return &ArgumentError{Op: op, Arg: "name", Value: `""`, Reason: "must not be empty"}
+}
+
+func leaseError(op string, lease time.Duration, reason string) error {
+	return &ArgumentError{Op: op, Arg: "lease", Value: lease.String(), Reason: reason}
+}
+
+func waitError(op string, wait time.Duration) error {
+	return &ArgumentError{Op: op, Arg: "wait", Value: wait.String(), Reason: "must not be negative (0 makes one attempt)"}
+}
+
+func permitsError(op string, n int64) error {
+	return &ArgumentError{Op: op, Arg: "permits", Value: strconv.FormatInt(n, 10), Reason: "must be positive"}
+}

@@ -44,8 +44,8 @@ type FairLock struct {
 // handle's methods as an *ArgumentError.
 func (c *Client) FairLock(name string) *FairLock {
 	return &FairLock{f: c.fam(), name: name, waiterTimeout: DefaultFairWaiterTimeout, keys: []string{name,
-		famPrefixName("redisson_lock_queue", name), famPrefixName("redisson_lock_timeout", name),
-		famPrefixName("redisson_lock__channel", name)}}
+		prefixName("redisson_lock_queue", name), prefixName("redisson_lock_timeout", name),
+		channelName(name)}}
 }
 
 // WithWaiterTimeout returns a copy of the handle whose unbounded waiters use d as their liveness window (see

@@ -37,8 +37,8 @@ type Fence struct {
 // FencedLock returns a handle on the fenced lock called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) FencedLock(name string) *FencedLock {
-	ch := famPrefixName("redisson_lock__channel", name)
-	return &FencedLock{f: c.fam(), name: name, keys: []string{name, famPrefixName("redisson_lock_token", name)},
+	ch := channelName(name)
+	return &FencedLock{f: c.fam(), name: name, keys: []string{name, prefixName("redisson_lock_token", name)},
 		relKeys: []string{name, ch}}
 }
 

@@ -176,18 +176,6 @@ func (c *Client) start(w *waiter) {
 	w.sendAttempt()
 }
 
-func nameError(op string) error {
-	return &ArgumentError{Op: op, Arg: "lock name", Value: `""`, Reason: "must not be empty"}
-}
-
-func leaseError(op string, lease time.Duration, reason string) error {
-	return &ArgumentError{Op: op, Arg: "lease", Value: lease.String(), Reason: reason}
-}
-
-func waitError(op string, wait time.Duration) error {
-	return &ArgumentError{Op: op, Arg: "wait", Value: wait.String(), Reason: "must not be negative (0 makes one attempt)"}
-}
-
 // intReply decodes an integer reply for the query helpers.
 func intReply(v resp.Value, err error) (int64, error) {
 	if err != nil {

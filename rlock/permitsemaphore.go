@@ -4,18 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"strconv"
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 )
-
-// ErrPermitNotFound is returned by PermitExpirableSemaphore.Release and UpdateLease when the permit id is not held:
-// it was released already, its lease ended (the permit went back to the pool), or it was never issued by this
-// semaphore. Nothing changed.
-var ErrPermitNotFound = errors.New("rlock: permit not held: released already, lease ended, or never issued")
 
 // PermitExpirableSemaphore is Redisson's RPermitExpirableSemaphore: a semaphore whose every acquired permit has an
 // id and, optionally, a lease. A permit is released by its id; a permit whose lease ends goes back to the pool by
@@ -39,7 +33,7 @@ type PermitExpirableSemaphore struct {
 // reported by the handle's methods as an *ArgumentError.
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
 	return &PermitExpirableSemaphore{f: c.fam(), name: name,
-		keys: []string{name, famSuffixName(name, "timeout"), famPrefixName("redisson_sc", name)}}
+		keys: []string{name, suffixName(name, "timeout"), prefixName("redisson_sc", name)}}
 }
 
 // Name returns the semaphore's name (its Redis key).
@@ -217,21 +211,6 @@ func (s *PermitExpirableSemaphore) release(ctx context.Context, raw []string) *f
 		return struct{}{}, err
 	})
 }
-
-func errPermitsNotFound(n int) error {
-	if n == 1 {
-		return ErrPermitNotFound
-	}
-	return &permitsNotFoundError{n: n}
-}
-
-type permitsNotFoundError struct{ n int }
-
-func (e *permitsNotFoundError) Error() string {
-	return ErrPermitNotFound.Error() + " (" + strconv.Itoa(e.n) + " ids)"
-}
-
-func (e *permitsNotFoundError) Unwrap() error { return ErrPermitNotFound }
 
 // UpdateLease gives the held permit id a new lease counted from now (0: no lease). It returns ErrPermitNotFound
 // when the permit is not held. It blocks until the server answers or ctx ends.

@@ -3,23 +3,12 @@ package rlock
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"math"
 	"strconv"
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
-)
-
-var (
-	// ErrRateNotSet is returned by a RateLimiter's acquire and query calls when no rate was set on the server:
-	// call TrySetRate (or SetRate) first.
-	ErrRateNotSet = errors.New("rlock: the rate limiter has no rate; call TrySetRate or SetRate first")
-
-	// ErrRateExceeded is returned when more permits are asked for at once than the rate (or the fixed window's
-	// limit) allows per interval: such a request could never be granted.
-	ErrRateExceeded = errors.New("rlock: more permits requested than the rate allows per interval")
 )
 
 // RateType says who shares a RateLimiter's rate (Redisson's RateType).
@@ -60,9 +49,9 @@ type RateLimiter struct {
 // RateLimiter returns a handle on the rate limiter called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) RateLimiter(name string) *RateLimiter {
-	value, permits := famSuffixName(name, "value"), famSuffixName(name, "permits")
-	return &RateLimiter{f: c.fam(), name: name, keys: []string{name, value, famSuffixName(value, c.ID()),
-		permits, famSuffixName(permits, c.ID())}}
+	value, permits := suffixName(name, "value"), suffixName(name, "permits")
+	return &RateLimiter{f: c.fam(), name: name, keys: []string{name, value, suffixName(value, c.ID()),
+		permits, suffixName(permits, c.ID())}}
 }
 
 // Name returns the limiter's name (the key of its configuration).

@@ -5,44 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
 )
-
-// ErrNoQuorum is matched (errors.Is) by the *QuorumError a RedLock returns when so many of its locks failed with
-// errors (servers down or unreachable, not merely held by someone else) that a majority cannot be reached.
-var ErrNoQuorum = errors.New("rlock: RedLock: a majority of the masters cannot be reached")
-
-// QuorumError reports a RedLock acquisition that failed fast because errors on too many masters made a majority
-// impossible. It matches ErrNoQuorum and, through Unwrap, each master's error.
-type QuorumError struct {
-	Quorum   int              // locks needed
-	Total    int              // locks in the RedLock
-	Acquired int              // locks that were taken (and have been released)
-	Errors   map[string]error // the failed locks' errors, keyed "#<index> <lock name>" (RedLock names repeat)
-}
-
-// Error says how many masters failed and why.
-func (e *QuorumError) Error() string {
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "rlock: RedLock: %d of %d masters failed, a majority of %d is out of reach:", len(e.Errors), e.Total, e.Quorum)
-	for name, err := range e.Errors {
-		fmt.Fprintf(&sb, " %s: %v;", name, err)
-	}
-	return strings.TrimSuffix(sb.String(), ";")
-}
-
-// Unwrap returns ErrNoQuorum and the masters' errors.
-func (e *QuorumError) Unwrap() []error {
-	errs := []error{ErrNoQuorum}
-	for _, err := range e.Errors {
-		errs = append(errs, err)
-	}
-	return errs
-}
 
 // RedLock is Redisson's RedissonRedLock, the Redlock algorithm: one lock of the same name on each of N independent
 // masters (N Clients), held when a majority (N/2 + 1) is held. An attempt tries every master in parallel; with a

@@ -3,19 +3,12 @@ package rlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 )
-
-// ErrLockUpgrade is returned by WriteLock's acquire calls when the owner holds a read hold of the same lock and no
-// write hold: the write lock waits for every reader to leave, the owner included, so it would wait for itself
-// forever (Redisson lets it hang until its own read lease runs out). Release the read holds first, or take the
-// write lock first and the read lock under it (a downgrade, which is allowed).
-var ErrLockUpgrade = errors.New("rlock: the owner holds the read lock; release it before taking the write lock")
 
 // ReadWriteLock is Redisson's RReadWriteLock: any number of readers, or one writer, on one HASH (see the
 // read-write scripts for the layout, which is Redisson's byte for byte). Both modes re-enter; the writer may also
@@ -43,11 +36,7 @@ type WriteLock struct{ rw *ReadWriteLock }
 // ReadWriteLock returns a handle on the read-write lock called name. It does no I/O; an empty name is reported by
 // the handle's methods as an *ArgumentError.
 func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
-	tag := "{" + name + "}"
-	if strings.Contains(name, "{") {
-		tag = name // Redisson's suffixName does not wrap a name that has a hash tag already
-	}
-	return &ReadWriteLock{f: c.fam(), name: name, ch: famPrefixName("redisson_rwlock", name), tag: tag}
+	return &ReadWriteLock{f: c.fam(), name: name, ch: prefixName(rwChannelPrefix, name), tag: hashTag(name)}
 }
 
 // Name returns the lock's name (its Redis key).
@@ -61,7 +50,7 @@ func (rw *ReadWriteLock) WriteLock() *WriteLock { return &WriteLock{rw} }
 
 // prefix is an owner's hold-key prefix: {name}:<owner>:rwlock_timeout.
 func (rw *ReadWriteLock) prefix(owner string) string {
-	return famSuffixName(rw.name, owner) + ":rwlock_timeout"
+	return rwHoldPrefix(rw.name, owner)
 }
 
 func rwWriteField(owner string) string { return owner + ":write" }

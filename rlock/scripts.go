@@ -155,13 +155,6 @@ return table.concat(r)`
 // (LockPubSub.UNLOCK_MESSAGE).
 const unlockMessage = "0"
 
-// channelPrefix is the prefix of a lock's unlock channel. The name is wrapped in braces, a Redis Cluster hash tag,
-// so the channel hashes to the lock's slot (sharded pub/sub).
-const channelPrefix = "redisson_lock__channel:"
-
-// channelName returns the unlock channel of the lock name.
-func channelName(name string) string { return channelPrefix + "{" + name + "}" }
-
 // The scripts as EVALSHA-ready values: SHA-1 computed once, NOSCRIPT handled by conn.
 var (
 	acquireScript     = conn.NewScript(acquireSrc)

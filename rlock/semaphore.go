@@ -29,7 +29,7 @@ type Semaphore struct {
 // Semaphore returns a handle on the semaphore called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{f: c.fam(), name: name, keys: []string{name, famPrefixName("redisson_sc", name)}}
+	return &Semaphore{f: c.fam(), name: name, keys: []string{name, prefixName("redisson_sc", name)}}
 }
 
 // Name returns the semaphore's name (its Redis key).

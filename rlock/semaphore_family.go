@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -108,22 +107,6 @@ func closeFamily(c *Client) {
 
 // isClosed reports whether the client or its family was closed.
 func (f *family) isClosed() bool { return f.c.closed.Load() }
-
-// famPrefixName is Redisson's prefixName: prefix:{name}, or prefix:name when name already carries a hash tag.
-func famPrefixName(prefix, name string) string {
-	if strings.Contains(name, "{") {
-		return prefix + ":" + name
-	}
-	return prefix + ":{" + name + "}"
-}
-
-// famSuffixName is Redisson's suffixName: {name}:suffix, or name:suffix when name already carries a hash tag.
-func famSuffixName(name, suffix string) string {
-	if strings.Contains(name, "{") {
-		return name + ":" + suffix
-	}
-	return "{" + name + "}:" + suffix
-}
 
 // famMillis formats a duration as whole milliseconds for a script argument.
 func famMillis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }

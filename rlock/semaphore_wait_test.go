@@ -110,17 +110,3 @@ func TestLeavingWaiterPassesAnUnusedWakeUpOn(t *testing.T) {
 		t.Fatal("finished waiter still registered")
 	}
 }
-
-func TestFamilyNamesFollowRedissonsHashTagRule(t *testing.T) {
-	for _, c := range []struct{ got, want string }{
-		{famPrefixName("redisson_sc", "sem"), "redisson_sc:{sem}"},
-		{famPrefixName("redisson_sc", "{tag}sem"), "redisson_sc:{tag}sem"},
-		{famSuffixName("pes", "timeout"), "{pes}:timeout"},
-		{famSuffixName("{tag}pes", "timeout"), "{tag}pes:timeout"},
-		{famSuffixName(famSuffixName("rl", "value"), "uuid"), "{rl}:value:uuid"},
-	} {
-		if c.got != c.want {
-			t.Errorf("%q, want %q", c.got, c.want)
-		}
-	}
-}

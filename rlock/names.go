@@ -1,0 +1,61 @@
+package rlock
+
+import "strings"
+
+// Key and channel names, in Redisson's keyspace. Every object's auxiliary keys and channels carry the object's name
+// as a Redis Cluster hash tag ({name}), so that they hash to the object's slot and one script may touch them all.
+// Redisson (RedissonObject.prefixName and suffixName) wraps the name in braces only when it has none: a name that
+// already contains "{" (say "{orders}:42", written so that several objects share a slot) is used as it is, and its
+// own hash tag decides the slot. The functions here follow that rule for every key and channel of the package, so
+// a Java client and this one meet on the same names whatever the name looks like.
+//
+// The count-down latch's channel is the exception Redisson makes: it always wraps the name ("...__{name}").
+
+// prefixName is Redisson's prefixName: prefix:{name}, or prefix:name when name already contains "{".
+func prefixName(prefix, name string) string {
+	if strings.Contains(name, "{") {
+		return prefix + ":" + name
+	}
+	return prefix + ":{" + name + "}"
+}
+
+// suffixName is Redisson's suffixName: {name}:suffix, or name:suffix when name already contains "{".
+func suffixName(name, suffix string) string {
+	if strings.Contains(name, "{") {
+		return name + ":" + suffix
+	}
+	return "{" + name + "}:" + suffix
+}
+
+// hashTag is the part of an object's auxiliary key names that carries its name: {name}, or name when it already
+// contains "{" (the prefix of suffixName).
+func hashTag(name string) string {
+	if strings.Contains(name, "{") {
+		return name
+	}
+	return "{" + name + "}"
+}
+
+// The name prefixes, as Redisson spells them.
+const (
+	lockChannelPrefix  = "redisson_lock__channel" // a lock's unlock channel (fair locks: + ":<owner>" per waiter)
+	lockTokenPrefix    = "redisson_lock_token"    // the fenced lock's token counter
+	fairQueuePrefix    = "redisson_lock_queue"    // the fair lock's queue of waiters
+	fairTimeoutPrefix  = "redisson_lock_timeout"  // the fair lock's waiter deadlines
+	rwChannelPrefix    = "redisson_rwlock"        // a read-write lock's channel
+	semChannelPrefix   = "redisson_sc"            // a semaphore's channel (both kinds)
+	latchChannelPrefix = "redisson_countdownlatch__channel__"
+)
+
+// channelName returns the unlock channel of a lock (plain, fenced, fair): redisson_lock__channel:{name}.
+func channelName(name string) string { return prefixName(lockChannelPrefix, name) }
+
+// latchChannelName returns a count-down latch's channel: redisson_countdownlatch__channel__{name}, braces always.
+func latchChannelName(name string) string { return latchChannelPrefix + "{" + name + "}" }
+
+// rwHoldPrefix is the prefix of an owner's read-hold keys of a read-write lock: {name}:<owner>:rwlock_timeout
+// (hold n is the key prefix:n).
+func rwHoldPrefix(name, owner string) string { return suffixName(name, owner) + ":rwlock_timeout" }
+
+// writeField is the hash field of an owner's write hold on a read-write lock: <owner>:write.
+func writeField(owner string) string { return owner + ":write" }
