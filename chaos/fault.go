@@ -15,8 +15,9 @@ const (
 	// FaultKillHolder SIGKILLs a worker process while it holds locks. Its holds end at the kill (it can no
 	// longer act); the server frees them when their leases end.
 	FaultKillHolder FaultKind = "sigkill"
-	// FaultRestartPersist crashes redis-server (SIGKILL) and restarts it with the append-only file: nothing is
-	// forgotten, so mutual exclusion and token order must hold straight across it.
+	// FaultRestartPersist crashes redis-server (SIGKILL) and restarts it with the append-only file, written with
+	// appendfsync always (RunConfig.AppendFsync): nothing a client was told is forgotten, so mutual exclusion and
+	// token order must hold straight across it.
 	FaultRestartPersist FaultKind = "restart-persist"
 	// FaultRestartDelayed crashes redis-server without persistence and keeps it down for longer than the
 	// longest lease before restarting it (Redis' documented "delayed restart"): every holder's context ends

@@ -237,6 +237,9 @@ func (r *runner) sample(stop <-chan struct{}) {
 			if info, err := r.srv.Info(ctx, "clients"); err == nil {
 				s.Clients, _ = strconv.ParseInt(info["connected_clients"], 10, 64)
 			}
+			if info, err := r.srv.Info(ctx, "persistence"); err == nil {
+				s.AOFDelayedFsync, _ = strconv.ParseInt(info["aof_delayed_fsync"], 10, 64)
+			}
 		}
 		cancel()
 		r.mu.Lock()

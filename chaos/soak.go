@@ -98,12 +98,12 @@ func Flatness(res *Result, locks int) *Flat {
 	}
 
 	var c2, c4 []int64
-	maxKeys, maxCh := int64(0), 0
+	maxKeys, maxCh, delayed := int64(0), 0, int64(0)
 	for _, s := range res.Samples {
 		if !s.Up {
 			continue
 		}
-		maxKeys, maxCh = max(maxKeys, s.Keys), max(maxCh, s.Channels)
+		maxKeys, maxCh, delayed = max(maxKeys, s.Keys), max(maxCh, s.Channels), max(delayed, s.AOFDelayedFsync)
 		if q2(s.At) {
 			c2 = append(c2, s.Clients)
 		}
@@ -111,8 +111,8 @@ func Flatness(res *Result, locks int) *Flat {
 			c4 = append(c4, s.Clients)
 		}
 	}
-	f.Lines = append(f.Lines, fmt.Sprintf("server: max keys %d (bound %d), max channels %d (bound %d)",
-		maxKeys, 2*locks, maxCh, locks))
+	f.Lines = append(f.Lines, fmt.Sprintf("server: max keys %d (bound %d), max channels %d (bound %d), aof_delayed_fsync up to %d",
+		maxKeys, 2*locks, maxCh, locks, delayed))
 	if maxKeys > int64(2*locks) {
 		f.Problems = append(f.Problems, fmt.Sprintf("server held %d keys for %d locks", maxKeys, locks))
 	}

@@ -44,7 +44,26 @@ func run() int {
 	flag.StringVar(&faults, "faults", "all", "comma-separated fault kinds, or all")
 	flag.StringVar(&keep, "dir", "", "directory for the logs (default: a temporary one, removed unless the run fails)")
 	flag.Uint64Var(&cfg.Seed, "seed", uint64(time.Now().UnixNano()), "random seed")
+	recheck := flag.String("check", "", "check the kept run in this directory again (no run) and list every violation")
 	flag.Parse()
+	if *recheck != "" {
+		in, err := chaos.ReadDir(*recheck)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+			return 2
+		}
+		rep := chaos.Check(in, cfg.Check)
+		fmt.Print(rep)
+		for i, v := range rep.Violations {
+			if i >= 20 {
+				fmt.Println("  " + v.String())
+			}
+		}
+		if !rep.OK() {
+			return 1
+		}
+		return 0
+	}
 
 	if faults == "all" {
 		cfg.Faults = chaos.AllFaultKinds
