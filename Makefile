@@ -2,9 +2,10 @@
 # apt-get when root) or says exactly what to install.
 GO        ?= go
 FUZZTIME  ?= 20s
+SOAKTIME  ?= 10m
 TESTFLAGS ?= -race -timeout 20m
 
-.PHONY: test bench gobench fuzz vet deps
+.PHONY: test bench gobench fuzz soak vet deps
 
 deps:
 	@bash scripts/ensure-redis.sh
@@ -13,14 +14,23 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
-# The whole suite under the race detector, then a short fuzzing pass of the
-# decoders (seed corpora live in testdata/fuzz).
+# The whole suite under the race detector (every fuzz target's seed corpus runs
+# as a test), then a short fuzzing pass of the RESP decoder.
 test: deps vet
 	$(GO) test $(TESTFLAGS) ./...
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./resp
 
+# Longer fuzzing of every decoder an attacker or a broken server can reach:
+# make fuzz FUZZTIME=10m (corpora in each package's testdata/fuzz).
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./resp
+	$(GO) test -run '^$$' -fuzz '^FuzzParseURL$$' -fuzztime $(FUZZTIME) ./conn
+	$(GO) test -run '^$$' -fuzz '^FuzzScriptResults$$' -fuzztime $(FUZZTIME) ./rlock
+
+# Ten minutes of mixed lock load with every fault kind, then the mutual-exclusion
+# checker and flat resources (goroutines, heap, server keys, channels). Not in CI.
+soak: deps
+	$(GO) run ./chaos/cmd/soak -duration $(SOAKTIME)
 
 # The main job: starts its own redis-server on loopback, runs every workload for
 # locksmith and the peer libraries side by side with the server ceiling, prints
