@@ -146,25 +146,33 @@ func (c *Client) do(ctx context.Context, s *Script, keys, args []string, routeKe
 		return future.Completed(resp.Value{}, ErrClosed)
 	}
 	p := future.NewPromise[resp.Value]()
-	stop := afterCancel(ctx, p)
 	if c.rt != nil {
-		c.rt.do(p, nil, stop, s, keys, args, routeKey)
+		c.rt.do(p, nil, afterCancel(ctx, p), s, keys, args, routeKey)
 		return p.Future()
 	}
 	n := c.node
-	e := pending{p: p, kind: kindUser, stop: stop, slot: -1}
+	e := pending{p: p, kind: kindUser, slot: -1}
+	pc := n.pool.pick()
+	if pc != nil && pc.lane != nil {
+		// The latency lane: a Get on this future reads the reply itself. Set before the promise is shared (the
+		// context's AfterFunc below shares it).
+		p.SetDriver(pc.lane)
+		e.driven = true
+	}
+	e.stop = afterCancel(ctx, p)
 	// A connection picked may close before send locks it: pick again (its replacement, or none).
 	for range len(n.pool.all) + 1 {
-		pc := n.pool.pick()
 		if pc == nil {
 			break
 		}
 		if pc.send(e, s, keys, args) == nil {
 			return p.Future()
 		}
+		pc = n.pool.pick()
+		e.driven = false // the driver, if any, is the closed lane's: a Get on p finds nothing to read there
 	}
-	if stop != nil {
-		stop()
+	if e.stop != nil {
+		e.stop()
 	}
 	p.Fail(c.unavailable(n))
 	return p.Future()
@@ -214,11 +222,19 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 			return fail(err)
 		}
 	}
+	var pc *pconn
+	if n != nil {
+		pc = n.pool.pick()
+	}
 	ps := make([]*future.Promise[resp.Value], len(cmds))
 	for i := range ps {
 		ps[i] = future.NewPromise[resp.Value]()
 		futs[i] = ps[i].Future()
 		es[i].p = ps[i]
+		if pc != nil && pc.lane != nil {
+			ps[i].SetDriver(pc.lane) // see do
+			es[i].driven = true
+		}
 	}
 	if ctx.Done() != nil {
 		// One AfterFunc for the whole batch, unregistered with the last reply.
@@ -230,12 +246,15 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 	}
 	if n != nil {
 		for range len(n.pool.all) + 1 {
-			pc := n.pool.pick()
 			if pc == nil {
 				break
 			}
 			if err := pc.sendBatch(es, cmds); err == nil {
 				return futs
+			}
+			pc = n.pool.pick()
+			for i := range es {
+				es[i].driven = false // see do
 			}
 		}
 	}

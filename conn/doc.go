@@ -52,20 +52,43 @@
 //
 // A sequential caller (one goroutine: issue, wait, issue) pays for the event loop on every round trip: the loop
 // thread sleeps in epoll_wait between replies, and on the virtual machines measured here waking it costs 10-60 µs
-// (the vCPU idles), while a goroutine reading a net.Conn is woken by Go's netpoller, whose threads spin briefly
-// before sleeping. Measured p50 round trips (PING, EVALSHA) through an event loop: 30-90 µs, against 19-23 µs for a
-// plain net.Conn write+read. Writing on the socket from the caller (see Flushing) removes the write-side hand-off,
-// not this one.
+// (the vCPU idles), while a goroutine reading a net.Conn is woken by Go's netpoller. Writing on the socket from the
+// caller (see Flushing) removes the write-side hand-off, not this one.
 //
-// So each plain-TCP server also gets one extra connection, the latency lane, read by a goroutine on Go's netpoller
-// (the same stream transport as TLS connections). pick sends a command to the lane only when the lane and every
-// event-loop connection have nothing in flight, i.e. when the Client is idle: sequential use. Any concurrency moves
-// commands to the event loops, which batch. With the lane, the p50 round trip was 27-33 µs for PING and 36-42 µs
-// for EVALSHA, against 19-21 and 22-24 µs for net.Conn in the same interleaved runs (ratios 1.3-1.6 and 1.5-1.9):
-// the reply is read by the lane's goroutine, not the caller's (the API returns a future, so the caller cannot be
-// the reader), which costs a goroutine hand-off and, when the server takes longer than the runtime's spinning
-// threads wait, a thread wake-up. Closing the gap needs a spinning reader, which costs most of a core during
-// sequential use; not done. Config.DisableLatencyLane removes the lane.
+// So each plain-TCP server also gets one extra connection, the latency lane, on Go's netpoller (the stream
+// transport of TLS connections). pick sends a command to the lane only when the lane and every event-loop
+// connection have nothing in flight, i.e. when the Client is idle: sequential use. Any concurrency moves commands to
+// the event loops, which batch. Config.DisableLatencyLane removes the lane.
+//
+// The caller reads its own reply. A command sent on the lane gets the lane as its future's driver
+// (future.Driver): the caller's Get, instead of parking until another goroutine has read the reply, reads the
+// socket itself (lane.go), so the goroutine the netpoller wakes when the reply arrives is the one that waits —
+// exactly a plain net.Conn write+read loop. A first version read every reply on the lane's own goroutine and handed
+// it to the caller; that hand-off (a goroutine wake-up, and on 2 cores a thread wake-up for the idle P) cost 1.3-2.4x
+// the p50 of a net.Conn loop, against 1.04-1.06x now (figures below).
+//
+// One goroutine reads at a time (the read role, under a mutex), and every reply is read by someone:
+//
+//   - a Get whose future's command went over the lane drives: it reads and completes replies, in FIFO order, until
+//     its own future is complete, its context ends, or nothing is due; it then gives the role back;
+//   - a Get that finds the role taken parks as on an event-loop connection, and is woken by whoever reads;
+//   - replies no Get will drive go to the lane's background goroutine, which reads as on any stream connection:
+//     commands without a driver (sent by the router, the health check, SendAndWait), futures observed with
+//     OnComplete or Done (future tells the driver: Unattended), the rest of the queue when a driver stops (commands
+//     of callers who raced onto the lane, or the driver's own reply when its context ended first). The background
+//     reader gives the role back once nothing is due and a Get asked for it, so a caller alternating both styles
+//     pays one hand-off per switch, not per command;
+//   - a reply that nobody observes at all (a future dropped, or polled with IsDone) is read by the health check's
+//     fallback after one check interval without replies.
+//
+// Context: a driving Get whose context can end registers a context.AfterFunc that interrupts its read (a read
+// deadline in the past); a future completed by another goroutine (its command's context ended) interrupts it too
+// (future calls Driver.Completed). Either way Get returns at once and the late reply is read later, in order.
+//
+// Nobody reads an idle lane, so nothing would notice that the server closed it (a restart, its idle timeout) until a
+// command is written on it, which would then fail with ErrConnLost ("may have run") although it never reached a
+// server. pick therefore probes a lane unread for more than a millisecond (one recv MSG_PEEK|MSG_DONTWAIT, about a
+// microsecond) and resets it if closed; a tight sequential loop is never probed.
 //
 // # Failures
 //
@@ -114,7 +137,8 @@
 // # Where callbacks run
 //
 // Pub/sub handlers and the callbacks of command futures (future.OnComplete, Then, Compose) run on the goroutine
-// that completes them: an event loop, a stream reader goroutine, the timer's worker (when a response timeout or a
+// that completes them: an event loop, a stream reader goroutine, a caller's Get driving the latency lane (which
+// completes every reply it reads, not only its own), the timer's worker (when a response timeout or a
 // dropped connection fails commands), a context.AfterFunc goroutine (cancellation), or the goroutine calling Close.
 // They must not block: every other connection of the loop waits for them. They may issue commands and subscribe
 // (nothing is locked while they run), but must not call Close. A panicking callback or handler is recovered and

@@ -31,7 +31,10 @@ type pending struct {
 	moves uint8 // MOVED and ASK redirections followed so far (cluster)
 	waits uint8 // delayed retries so far (Sentinel, cluster): TRYAGAIN, CLUSTERDOWN, LOADING, READONLY, unreachable
 	gen   uint8 // with op: the attempt this entry belongs to (see syncOp)
-	slot  int16 // the command's hash slot in a cluster, -1 for none (keyless, or not a cluster)
+	// driven: p's driver is this connection's laneReader, so a Get on p reads the reply itself (latency lane);
+	// an undriven command queued on the lane makes its background reader read.
+	driven bool
+	slot   int16 // the command's hash slot in a cluster, -1 for none (keyless, or not a cluster)
 
 	// script names the script of an EVALSHA (kindUser) or of a SCRIPT LOAD (kindScriptLoad). For an EVALSHA, the
 	// encoded command is also kept in the connection's scriptLog at [logPos, logPos+logLen), so that it can be

@@ -59,6 +59,10 @@ func (pc *pconn) Run(_ *timer.Timeout) {
 	h.lastReplies = replies
 	awaiting := pc.q.n-pc.unsent > 0
 	if awaiting && h.wasAwaiting && !progressed {
+		if pc.lane != nil {
+			// Maybe nobody reads: a reply whose future nobody waits for (see laneReader).
+			pc.lane.fallback()
+		}
 		h.stuck += iv
 	} else {
 		h.stuck = 0

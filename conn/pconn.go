@@ -63,6 +63,10 @@ type pconn struct {
 	// opened, can be handed to rt and sent again.
 	rt *router
 
+	// lane decides who reads the latency lane (nil on every other connection); set by open before st says open,
+	// so a picker that loaded stateOpen sees it.
+	lane *laneReader
+
 	st       atomic.Int32  // a connState mirrored from state for lock-free reads by the pool's picker
 	inflight atomic.Int32  // q.n mirrored for the least-pending choice, read without mu
 	replies  atomic.Uint64 // replies processed; written by the reader, read by the health check
@@ -126,8 +130,12 @@ func (pc *pconn) send(e pending, s *Script, keys, args []string) error {
 		pc.appendWaitLocked(e.op, e.gen)
 	}
 	bell := pc.flushLocked()
+	lane := pc.lane // read under mu: open sets it
 	pc.mu.Unlock()
 	bell.sound()
+	if lane != nil && !e.driven {
+		lane.needBackground()
+	}
 	return nil
 }
 
@@ -145,8 +153,12 @@ func (pc *pconn) sendBatch(es []pending, cmds []Cmd) error {
 		pc.appendUserLocked(es[i], cmds[i].Script, cmds[i].Keys, cmds[i].Args)
 	}
 	bell := pc.flushLocked()
+	lane := pc.lane
 	pc.mu.Unlock()
 	bell.sound()
+	if lane != nil && !es[0].driven {
+		lane.needBackground()
+	}
 	return nil
 }
 
@@ -174,8 +186,12 @@ func (pc *pconn) sendRaw(e pending, raw []byte, asking bool) error {
 		pc.appendWaitLocked(e.op, e.gen)
 	}
 	bell := pc.flushLocked()
+	lane := pc.lane
 	pc.mu.Unlock()
 	bell.sound()
+	if lane != nil {
+		lane.needBackground()
+	}
 	return nil
 }
 
@@ -206,8 +222,12 @@ func (pc *pconn) sendInternal(e pending, args ...string) bool {
 	pc.out = resp.AppendCommand(pc.out, args...)
 	pc.pushLocked(e)
 	bell := pc.flushLocked()
+	lane := pc.lane
 	pc.mu.Unlock()
 	bell.sound()
+	if lane != nil {
+		lane.needBackground()
+	}
 	return true
 }
 
@@ -304,15 +324,25 @@ func (pc *pconn) open(tr transport) bool {
 		return false
 	}
 	pc.tr = tr
+	if st, ok := tr.(*streamTransport); ok && st.lane != nil {
+		// Only a lane's field is ever written: pick may return other connections while they still connect, and
+		// do reads the field of whatever pick returned (a lane only once it is open, so after this write).
+		pc.lane = st.lane
+	}
 	pc.state = stateOpen
 	pc.st.Store(int32(stateOpen))
 	var bell *doorbell
 	if len(pc.out) > 0 {
 		bell = pc.flushLocked()
 	}
+	queued := pc.q.n > 0
+	lane := pc.lane
 	pc.scheduleCheckLocked()
 	pc.mu.Unlock()
 	bell.sound()
+	if queued && lane != nil {
+		lane.needBackground() // commands queued while connecting were not driven
+	}
 	return true
 }
 

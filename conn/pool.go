@@ -142,7 +142,8 @@ type pool struct {
 // pick returns the connection for the next command:
 //
 //   - the latency lane, when it and every other connection have nothing in flight: a sequential caller's command
-//     then takes the Go-netpoller path, the fastest round trip (see "Latency lane" in doc.go);
+//     then takes the Go-netpoller path, the fastest round trip (see "Latency lane" in doc.go); a lane unread for a
+//     while is first probed for a close by the server (laneReader.alive);
 //   - else the open event-loop connection with the fewest commands queued or in flight (least-pending: a
 //     connection stuck behind a slow reply stops receiving work), ties to the lowest, so a caller keeps a warm
 //     connection;
@@ -150,7 +151,7 @@ type pool struct {
 //     once the handshake is done).
 //
 // nil means no connection is usable: the server is unreachable and the caller fails fast (see "Failures" in
-// doc.go). Lock-free: a few atomic loads.
+// doc.go). Lock-free: a few atomic loads (and, after a pause, the lane's probe).
 func (p *pool) pick() *pconn {
 	var best, connecting *pconn
 	bestN, connectingN := int32(math.MaxInt32), int32(math.MaxInt32)
@@ -176,7 +177,8 @@ func (p *pool) pick() *pconn {
 		}
 	}
 	if p.lane != nil && (idle || best == nil) {
-		if pc := p.lane.cur.Load(); pc != nil && pc.isOpen() && (pc.inflight.Load() == 0 || best == nil) {
+		if pc := p.lane.cur.Load(); pc != nil && pc.isOpen() && (pc.inflight.Load() == 0 || best == nil) &&
+			(pc.lane == nil || pc.lane.alive(pc)) {
 			return pc
 		}
 	}

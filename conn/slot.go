@@ -70,9 +70,9 @@ func (s *slot) dial(pc *pconn) {
 	var tr transport
 	switch {
 	case d.tc != nil:
-		tr = startStream(d.tc, d.raw, pc, &s.cl.wg)
+		tr = startStream(d.tc, d.raw, pc, &s.cl.wg, false)
 	case s.lane:
-		tr = startStream(d.raw, d.raw, pc, &s.cl.wg)
+		tr = startStream(d.raw, d.raw, pc, &s.cl.wg, true)
 	default:
 		gt, err := s.cl.eng.enroll(d.raw, pc)
 		if err != nil {

@@ -23,15 +23,23 @@ type streamTransport struct {
 	writeTimeout time.Duration
 
 	wake chan struct{} // capacity 1: a kick not yet seen by the writer
-	done chan struct{} // closed by close: the writer exits
+	done chan struct{} // closed by close: the writer exits (and the lane's idle background reader)
 	once sync.Once
+
+	// lane is set on the latency lane: who reads is decided there (a driving Get or the background reader).
+	lane *laneReader
+
+	// Owned by whoever reads (see readTurn): the read buffer and how many bytes of it hold a partial reply.
+	rbuf []byte
+	rw   int
 }
 
 var _ transport = (*streamTransport)(nil)
 
 // startStream starts the reader and writer goroutines of a handshaken connection. Both are owned by the Client and
-// counted in wg.
-func startStream(nc, raw net.Conn, pc *pconn, wg *sync.WaitGroup) *streamTransport {
+// counted in wg. On the latency lane (lane set) the reader goroutine reads only when no Get drives the connection
+// (see lane.go).
+func startStream(nc, raw net.Conn, pc *pconn, wg *sync.WaitGroup, lane bool) *streamTransport {
 	t := &streamTransport{
 		pc:           pc,
 		nc:           nc,
@@ -39,9 +47,15 @@ func startStream(nc, raw net.Conn, pc *pconn, wg *sync.WaitGroup) *streamTranspo
 		writeTimeout: pc.cfg.ResponseTimeout,
 		wake:         make(chan struct{}, 1),
 		done:         make(chan struct{}),
+		rbuf:         make([]byte, 16<<10),
 	}
 	wg.Add(2)
-	go t.readLoop(wg)  // owner: the Client; exits when the connection fails or is closed
+	if lane {
+		t.lane = newLaneReader(t)
+		go t.lane.backgroundLoop(wg) // owner: the Client; exits when the connection fails or is closed
+	} else {
+		go t.readLoop(wg) // owner: the Client; exits when the connection fails or is closed
+	}
 	go t.writeLoop(wg) // owner: the Client; exits when close is called
 	return t
 }
@@ -88,38 +102,58 @@ func (t *streamTransport) close() {
 // readLoop reads, decodes and completes replies until the connection fails, then reports the failure.
 func (t *streamTransport) readLoop(wg *sync.WaitGroup) {
 	defer wg.Done()
-	buf := make([]byte, 16<<10)
-	w := 0
-	for {
-		n, err := t.nc.Read(buf[w:])
-		if n > 0 {
-			w += n
-			consumed, perr := t.pc.onInbound(buf[:w])
-			if perr != nil {
-				t.close() // reset has failed the pending commands already
-				return
-			}
-			if t.pc.completedMany() {
-				runtime.Gosched() // as in the event loop's OnTraffic: let the woken callers append first
-			}
-			w = copy(buf, buf[consumed:w])
-			if w == len(buf) {
-				// A reply larger than the buffer is still arriving.
-				bigger := make([]byte, 2*len(buf))
-				copy(bigger, buf[:w])
-				buf = bigger
-			}
-			t.pc.endTurn()
+	for t.readTurn(false) == nil {
+	}
+}
+
+// readTurn reads once (blocking until bytes arrive), completes every whole reply, and ends the turn (endTurn). A
+// non-nil error other than errInterrupted means the connection is gone: it has been closed and reported
+// (pc.closed), and the caller must stop reading. Only the goroutine allowed to read calls it (the reader goroutine;
+// on the latency lane, whoever holds the read role), so rbuf and rw need no lock. driving is set for a Get driving
+// the lane: its read can be interrupted (errInterrupted: nothing was read, the connection is fine), and it does
+// not yield to the callers it woke (see OnTraffic), since it reads for itself.
+func (t *streamTransport) readTurn(driving bool) error {
+	var n int
+	var err error
+	if driving {
+		n, err = t.lane.read(t.rbuf[t.rw:])
+		if err == errInterrupted {
+			return err
 		}
-		if err != nil {
-			t.close()
-			if w > 0 && errors.Is(err, io.EOF) {
-				err = fmt.Errorf("%w (%d bytes of a partial reply)", io.ErrUnexpectedEOF, w)
-			}
-			t.pc.closed("read", err)
-			return
+	} else {
+		n, err = t.nc.Read(t.rbuf[t.rw:])
+	}
+	if n > 0 {
+		t.rw += n
+		consumed, perr := t.pc.onInbound(t.rbuf[:t.rw])
+		if perr != nil {
+			t.close() // reset has failed the pending commands already
+			return perr
+		}
+		if !driving && t.pc.completedMany() {
+			runtime.Gosched() // as in the event loop's OnTraffic: let the woken callers append first
+		}
+		t.rw = copy(t.rbuf, t.rbuf[consumed:t.rw])
+		if t.rw == len(t.rbuf) {
+			// A reply larger than the buffer is still arriving.
+			bigger := make([]byte, 2*len(t.rbuf))
+			copy(bigger, t.rbuf[:t.rw])
+			t.rbuf = bigger
+		}
+		t.pc.endTurn()
+		if t.lane != nil {
+			t.lane.turnEnded()
 		}
 	}
+	if err != nil {
+		t.close()
+		if t.rw > 0 && errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w (%d bytes of a partial reply)", io.ErrUnexpectedEOF, t.rw)
+		}
+		t.pc.closed("read", err)
+		return err
+	}
+	return nil
 }
 
 // writeLoop writes each batch handed over by takeOut, one at a time, until close.

@@ -17,6 +17,8 @@ import (
 // returned future fails with ErrAborted. A nil fn yields a future failed with
 // ErrNilFunc.
 //
+// The returned future inherits f's Driver, if any: a Get on it drives f.
+//
 // Cost: two allocations (the new promise and the callback closure).
 func Then[T, U any](f *Future[T], fn func(v T, err error) (U, error)) *Future[U] {
 	if fn == nil {
@@ -24,13 +26,14 @@ func Then[T, U any](f *Future[T], fn func(v T, err error) (U, error)) *Future[U]
 		return Completed(zero, ErrNilFunc)
 	}
 	p := NewPromise[U]()
-	f.OnComplete(func(v T, err error) {
+	p.f.drv = f.drv // a Get on the result drives f
+	f.onComplete(func(v T, err error) {
 		returned := false
 		defer failIfAborted(p, &returned)
 		u, err := fn(v, err)
 		returned = true
 		p.Complete(u, err)
-	})
+	}, false)
 	return p.Future()
 }
 
@@ -42,13 +45,16 @@ func Then[T, U any](f *Future[T], fn func(v T, err error) (U, error)) *Future[U]
 // fn runs as a callback of f (see Then for where, and for panics); the returned
 // future is completed by a callback on fn's future. A nil fn yields a future
 // failed with ErrNilFunc; fn returning nil fails the result with ErrNilFuture.
+// The returned future inherits f's Driver, if any; fn's future is observed with
+// OnComplete (so its driver, if any, is told it is unattended).
 func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future[U] {
 	if fn == nil {
 		var zero U
 		return Completed(zero, ErrNilFunc)
 	}
 	p := NewPromise[U]()
-	f.OnComplete(func(v T, err error) {
+	p.f.drv = f.drv // a Get on the result drives f; fn's future is not known yet
+	f.onComplete(func(v T, err error) {
 		returned := false
 		defer failIfAborted(p, &returned)
 		g := fn(v, err)
@@ -57,8 +63,10 @@ func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future
 			p.Fail(ErrNilFuture)
 			return
 		}
+		// An attended registration would be wrong here: a Get on the result may
+		// have stopped driving by now, so g's driver must not count on it.
 		g.OnComplete(func(u U, err error) { p.Complete(u, err) })
-	})
+	}, false)
 	return p.Future()
 }
 

@@ -17,6 +17,16 @@
 //
 // Then, Compose and All derive new futures from existing ones without blocking.
 //
+// # Drivers
+//
+// A completer may attach a Driver to a promise (Promise.SetDriver): a Get on the
+// future then lets the driver do the completing work on the Get's own goroutine
+// before parking. Package conn uses it so that a sequential caller reads its own
+// reply from the socket, with no goroutine hand-off. Futures derived by Then and
+// Compose inherit their source's driver; observers that do not call Get
+// (OnComplete, Done) tell the driver that the result is awaited unattended, so it
+// produces it by itself.
+//
 // # No goroutines
 //
 // The package never starts a goroutine. Callbacks run on the goroutine that

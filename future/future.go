@@ -42,6 +42,10 @@ const (
 // number of goroutines. A Future must not be copied after first use.
 type Future[T any] struct {
 	st atomic.Uint32 // a state; see the transition list above
+	// drv, when set (Promise.SetDriver, or inherited by Then and Compose before
+	// the future is shared), lets a blocking Get do the work that completes the
+	// future; immutable once the future is shared. See Driver.
+	drv Driver
 
 	mu sync.Mutex // guards the fields below
 	// waiters is a doubly linked list of Get callers parked on this future. The
@@ -56,6 +60,8 @@ type Future[T any] struct {
 	// case allocates no slice. cb0 == nil implies len(cbs) == 0.
 	cb0 func(T, error)
 	cbs []func(T, error)
+	// unattended records that drv.Unattended was called (once per future).
+	unattended bool
 
 	// v and err are the result: written once by the winning completer while st is
 	// stateCompleting, read-only once st >= stateNotifying.
@@ -93,6 +99,8 @@ func (f *Future[T]) complete() bool { return f.state() >= stateNotifying }
 // Cost: Get on a complete future is one atomic load. A Get that has to block
 // parks on a wake-up token borrowed from a process-wide sync.Pool (see waiter),
 // so it allocates nothing in steady state; it allocates no per-future channel.
+// On a future with a Driver, Get first lets the driver work on its goroutine
+// (see Driver) and parks only if the future is still pending after that.
 func (f *Future[T]) Get(ctx context.Context) (T, error) {
 	if f.complete() {
 		return f.v, f.err
@@ -104,6 +112,19 @@ func (f *Future[T]) Get(ctx context.Context) (T, error) {
 			var zero T
 			return zero, ctx.Err()
 		default:
+		}
+	}
+
+	if f.drv != nil {
+		// The goroutine that waits does the work (package conn: reads the reply
+		// itself); it parks below only if the driver could not complete f.
+		f.drv.Drive(ctx, f)
+		if f.complete() {
+			return f.v, f.err
+		}
+		if done != nil && ctx.Err() != nil {
+			var zero T
+			return zero, ctx.Err()
 		}
 	}
 
@@ -157,14 +178,20 @@ func (f *Future[T]) Done() <-chan struct{} {
 		return closedChan
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.complete() {
+		f.mu.Unlock()
 		return closedChan
 	}
 	if f.done == nil {
 		f.done = make(chan struct{})
 	}
-	return f.done
+	done := f.done
+	d := f.unattendedLocked() // a select on Done does not drive the future
+	f.mu.Unlock()
+	if d != nil {
+		d.Unattended()
+	}
+	return done
 }
 
 // IsDone reports whether the future is complete. It does not block and is safe
@@ -202,6 +229,13 @@ func (f *Future[T]) Peek() (v T, err error, done bool) {
 // A callback that panics does not stop the others: see Promise.Complete for what
 // happens to the panic. A nil fn is ignored.
 func (f *Future[T]) OnComplete(fn func(v T, err error)) {
+	f.onComplete(fn, true)
+}
+
+// onComplete implements OnComplete. unattended is false for the registrations
+// of Then and Compose on their source: the derived future inherits the source's
+// driver, so a Get on it still drives the source.
+func (f *Future[T]) onComplete(fn func(v T, err error), unattended bool) {
 	if fn == nil {
 		return
 	}
@@ -214,6 +248,10 @@ func (f *Future[T]) OnComplete(fn func(v T, err error)) {
 		f.mu.Unlock()
 		fn(f.v, f.err)
 		return
+	}
+	var d Driver
+	if unattended {
+		d = f.unattendedLocked()
 	}
 	// Pending, completing or notifying: the completer takes the queue under mu
 	// and keeps draining until it finds it empty, so fn cannot be lost.
@@ -229,6 +267,9 @@ func (f *Future[T]) OnComplete(fn func(v T, err error)) {
 		f.cbs = append(f.cbs, fn)
 	}
 	f.mu.Unlock()
+	if d != nil {
+		d.Unattended()
+	}
 }
 
 // pushWaiterLocked links w at the head of the waiter list. Order among Get

@@ -24,7 +24,8 @@ func (p *Promise[T]) Future() *Future[T] { return &p.f }
 // before, and reports whether this call won. A losing call changes nothing.
 //
 // The winning call, in this order: publishes the result (IsDone, Peek and Get
-// see it from here on), wakes every blocked Get, closes the Done channel, then
+// see it from here on), wakes every blocked Get, tells the future's Driver (if
+// any) with Driver.Completed, closes the Done channel, then
 // runs the registered callbacks on the calling goroutine, in registration order,
 // including callbacks that other goroutines register while it runs them. So the
 // winner returns only once the callbacks have run; it never waits for anything
@@ -59,6 +60,11 @@ func (p *Promise[T]) Complete(v T, err error) bool {
 	// Waiters first: waking them is a non-blocking send each, and they must not
 	// wait behind callbacks.
 	wakeAll(waiters)
+	if f.drv != nil {
+		// A Get may be driving f (blocked in the driver's I/O) while another
+		// goroutine completed it: a cancellation, a failed connection.
+		f.drv.Completed()
+	}
 	if done != nil {
 		close(done)
 	}

@@ -1,0 +1,66 @@
+package future
+
+import "context"
+
+// Driver lets the goroutine that waits for a future do the work that completes
+// it, instead of parking while another goroutine does that work and then wakes
+// it up. Package conn uses it for a sequential caller: the caller's own Get reads
+// the reply from the socket, exactly like a plain net.Conn write+read loop, so a
+// round trip costs no goroutine hand-off and no thread wake-up (see "Latency
+// lane" in package conn's documentation).
+//
+// A Driver is attached to a promise with Promise.SetDriver; futures derived by
+// Then and Compose inherit the driver of their source. The future package calls
+// it in three places, never while holding a lock of the future:
+//
+//   - Drive, from Get on a pending future, before Get parks;
+//   - Completed, from the winning Complete, after the result became visible and
+//     the parked Get calls were woken, before the callbacks run;
+//   - Unattended, at most once per future, when a future that is still pending
+//     gets an observer that does not call Get: an OnComplete callback, or a
+//     caller of Done.
+//
+// A Driver is shared by every future it drives and must be safe for concurrent
+// use.
+type Driver interface {
+	// Drive may block doing the work that completes target: it runs on the
+	// goroutine of a Get that would otherwise park. It must return once
+	// target.IsDone() reports true, once ctx ends (ctx is Get's context), and
+	// whenever it cannot make progress itself (another goroutine is doing the
+	// work); Get then parks as usual if target is still pending, so returning
+	// early is always correct. It must not complete target with ctx's error:
+	// Get reports ctx's end itself and leaves the future pending.
+	Drive(ctx context.Context, target Completion)
+	// Completed tells the driver that a future it drives has completed, by
+	// whatever goroutine: a Drive blocked on behalf of that future (waiting for
+	// I/O that may never come, when the future was failed by a cancellation)
+	// must return soon. It must not block.
+	Completed()
+	// Unattended tells the driver that the future's result is awaited without a
+	// Get that would drive it: the driver must then produce the result by
+	// itself (package conn starts a background reader). It must not block.
+	Unattended()
+}
+
+// Completion is what Drive needs to know about the future it drives: whether it
+// is complete. *Future[T] implements it.
+type Completion interface {
+	IsDone() bool
+}
+
+// SetDriver makes d the driver of p's future (nil removes it). It must be called
+// before the future is shared with another goroutine or completed: it is not
+// safe for concurrent use with any other method of p or of its future. It does
+// not block and allocates nothing.
+func (p *Promise[T]) SetDriver(d Driver) { p.f.drv = d }
+
+// unattended calls the driver's Unattended the first time a pending future gets
+// a non-driving observer. Called with f.mu held; returns the driver to notify
+// (after unlocking), or nil.
+func (f *Future[T]) unattendedLocked() Driver {
+	if f.drv == nil || f.unattended || f.state() != statePending {
+		return nil
+	}
+	f.unattended = true
+	return f.drv
+}
