@@ -29,31 +29,32 @@ type Client struct {
 	log      *slog.Logger
 	obs      Observer
 
+	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot
 	nextOwner atomic.Uint64 // last owner id handed out; owner ids start at 1
 	closed    atomic.Bool
 
 	seed   maphash.Seed
 	shards [numShards]shard
 
-	wd watchdog
+	wd      watchdog
+	retries retries // commands parked on the timer for a retry, run by Close if it comes first
 }
 
-// numShards splits the client's lock state (held locks, waiter queues) over independent mutexes, so that
+// numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
 // goroutines working on different names rarely meet (W1 runs 1,024 goroutines on their own names).
 const numShards = 64
 
-// shard holds the local state of the lock names that hash to it. mu guards the maps and every field documented
-// as "guarded by the shard mutex" in the holds, queues and waiters of these names. Nothing blocking, no conn call
-// and no promise completion happens while mu is held: decisions are made under mu, actions after it.
+// shard holds the local state of the objects (locks, semaphores, latches, limiters) whose names hash to it. mu
+// guards the maps and every field documented as "guarded by the shard mutex" in the holds, queues and waiters of
+// these objects. Nothing blocking, no conn call and no promise completion happens while mu is held: decisions are
+// made under mu, actions after it.
 type shard struct {
-	mu     sync.Mutex
-	holds  map[holdKey]*hold    // held locks, by name and owner
-	queues map[string]*queue    // names with waiters of this client
-	_      [64 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	mu       sync.Mutex
+	holds    map[holdKey]*hold        // held locks, by name and hash field
+	queues   map[string]*queue        // channels with waiters of this client
+	sleepers *queue                   // waiters woken by their timer alone (rate limiters)
+	_        [64 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
-
-// holdKey identifies a held lock locally: one lock name, one owner.
-type holdKey struct{ name, owner string }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
 // client UUID. It blocks until the transport is up. Errors are *ArgumentError for a bad Config, or conn's errors
@@ -93,11 +94,15 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		obs:   r.Observer,
 		seed:  maphash.MakeSeed(),
 	}
+	c.cluster = cc.IsCluster()
 	for i := range c.shards {
-		c.shards[i].holds = make(map[holdKey]*hold)
-		c.shards[i].queues = make(map[string]*queue)
+		sh := &c.shards[i]
+		sh.holds = make(map[holdKey]*hold)
+		sh.queues = make(map[string]*queue)
+		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)
+	c.retries.set = make(map[*retry]struct{})
 	return c
 }
 
@@ -113,7 +118,7 @@ func (c *Client) Conn() *conn.Client { return c.conn }
 // concurrent use, and interchangeable with any other handle on the same name from the same Client. An empty name
 // is reported by the handle's methods as an *ArgumentError.
 func (c *Client) Lock(name string) *Lock {
-	return &Lock{c: c, name: name, keys: []string{name, channelName(name)}, sh: c.shard(name)}
+	return &Lock{c.newLockObject(name, kindPlain, nil)}
 }
 
 // Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held
@@ -140,18 +145,13 @@ func (c *Client) Close() error {
 			holds = append(holds, h)
 			delete(sh.holds, k)
 		}
-		for name, q := range sh.queues {
-			for w := q.head; w != nil; w = w.next {
-				w.stopTimerLocked()
-				w.state = wDone // a reply still in flight for it finds it done (a grant is dropped: the lease ends it)
-				w.q = nil
-				waiters = append(waiters, w)
-			}
-			q.head, q.tail, q.n = nil, nil, 0
+		for key, q := range sh.queues {
+			waiters = q.closeLocked(waiters)
 			q.dead = true
 			subs = append(subs, q)
-			delete(sh.queues, name)
+			delete(sh.queues, key)
 		}
+		waiters = sh.sleepers.closeLocked(waiters)
 		sh.mu.Unlock()
 	}
 	c.wd.stop()
@@ -159,13 +159,13 @@ func (c *Client) Close() error {
 		h.cancel(ErrClosed)
 	}
 	for _, w := range waiters {
-		w.p.Fail(ErrClosed)
+		w.call.fail(ErrClosed)
 	}
 	for _, q := range subs {
 		q.closeSubscription()
 	}
-	// The other lock kinds of this package keep their per-client state beside the Client (semaphore_family.go).
-	closeFamily(c)
+	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
+	c.retries.close()
 	if c.ownsConn {
 		return c.conn.Close()
 	}
@@ -190,8 +190,8 @@ var background = context.Background()
 // Stats is a snapshot of a Client's local lock state, for metrics and tests.
 type Stats struct {
 	Held    int // locks held through this client (one per name and owner, whatever the hold count)
-	Waiters int // acquire calls queued behind another holder
-	Queues  int // lock names with queued waiters (each has one subscription to its unlock channel)
+	Waiters int // calls waiting: acquires queued behind another holder, permits and latches waited for
+	Queues  int // channels with waiters (each has one subscription)
 }
 
 // Stats returns a snapshot of the client's local lock state. It takes each shard's mutex briefly, so it costs
@@ -206,6 +206,7 @@ func (c *Client) Stats() Stats {
 		for _, q := range sh.queues {
 			s.Waiters += q.n
 		}
+		s.Waiters += sh.sleepers.n
 		sh.mu.Unlock()
 	}
 	return s

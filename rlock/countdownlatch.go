@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -17,16 +18,16 @@ import (
 //
 // Obtain it with Client.CountDownLatch; it is cheap, sends nothing until used, and is safe for concurrent use.
 type CountDownLatch struct {
-	f    *family
+	c    *Client
 	name string
+	sh   *shard
 	keys []string // {name, channel}
 }
 
 // CountDownLatch returns a handle on the latch called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{f: c.fam(), name: name,
-		keys: []string{name, latchChannelName(name)}}
+	return &CountDownLatch{c: c, name: name, sh: c.shard(name), keys: []string{name, latchChannelName(name)}}
 }
 
 // Name returns the latch's name (its Redis key).
@@ -35,13 +36,14 @@ func (l *CountDownLatch) Name() string { return l.name }
 // TrySetCount sets the count if the latch is open (no count set), and reports whether it did. count must be
 // positive. It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
-	if err := famCheck(l.f.c, "CountDownLatch.TrySetCount", l.name); err != nil {
+	if err := l.c.check("CountDownLatch.TrySetCount", l.name); err != nil {
 		return false, err
 	}
 	if count <= 0 {
 		return false, &ArgumentError{Op: "CountDownLatch.TrySetCount", Arg: "count", Value: strconv.FormatInt(count, 10), Reason: "must be positive"}
 	}
-	n, err := famInt(l.f.call(ctx, latchTrySetScript, l.keys, strconv.FormatInt(count, 10), "1").Get(ctx))
+	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: latchTrySetScript, Keys: l.keys,
+		Args: []string{strconv.FormatInt(count, 10), latchSetMessage}}).Get(ctx))
 	return n == 1, err
 }
 
@@ -54,41 +56,49 @@ func (l *CountDownLatch) CountDown(ctx context.Context) (int64, error) {
 
 // CountDownAsync is the asynchronous form of CountDown.
 func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int64] {
-	if err := famCheck(l.f.c, "CountDownLatch.CountDown", l.name); err != nil {
+	if err := l.c.check("CountDownLatch.CountDown", l.name); err != nil {
 		return future.Completed(int64(0), err)
 	}
-	return future.Then(l.f.callOnce(ctx, latchCountDownScript, l.keys, "0"), famInt)
+	return future.Then(l.c.callOnce(ctx, conn.Cmd{Script: latchCountDownScript, Keys: l.keys, Args: []string{latchZeroMessage}}), intReply)
 }
 
 // Count returns the current count (0 when open). It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
-	if err := famCheck(l.f.c, "CountDownLatch.Count", l.name); err != nil {
+	if err := l.c.check("CountDownLatch.Count", l.name); err != nil {
 		return 0, err
 	}
-	return famInt(l.f.call(ctx, nil, nil, "GET", l.name).Get(ctx))
+	return intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.name}}).Get(ctx))
 }
 
 // Delete opens the latch whatever its count (releasing every awaiter) and reports whether it was closed. It blocks
 // until the server answers or ctx ends.
 func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
-	if err := famCheck(l.f.c, "CountDownLatch.Delete", l.name); err != nil {
+	if err := l.c.check("CountDownLatch.Delete", l.name); err != nil {
 		return false, err
 	}
-	n, err := famInt(l.f.call(ctx, latchDeleteScript, l.keys, "1").Get(ctx))
+	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: latchDeleteScript, Keys: l.keys, Args: []string{latchSetMessage}}).Get(ctx))
 	return n == 1, err
 }
 
-func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration, watch bool) (*famWaiter[struct{}], *future.Future[struct{}]) {
-	if err := famCheck(l.f.c, op, l.name); err != nil {
+func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+	if err := l.c.check(op, l.name); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
-	try := func(*famWait) *future.Future[famTry[struct{}]] {
-		return future.Then(l.f.call(background, nil, nil, "GET", l.name), func(v resp.Value, err error) (famTry[struct{}], error) {
-			n, err := famInt(v, err)
-			return famTry[struct{}]{ok: n <= 0, retry: -1}, err
-		})
+	get := []string{"GET", l.name}
+	spec := &permitSpec[struct{}]{
+		attempt: func() (*conn.Script, []string, []string) { return nil, nil, get },
+		decode: func(v resp.Value, err error) (outcome, struct{}) {
+			n, err := intReply(v, err)
+			if err != nil {
+				return outcome{err: err}, struct{}{}
+			}
+			// A latch has no lease to wait for: a closed latch is looked at again after recheckBound.
+			return outcome{granted: n <= 0, bound: recheckBound}, struct{}{}
+		},
 	}
-	return startWait(l.f, ctx, famWaitSpec{channel: l.keys[1], policy: wakeEvery, wait: wait}, try, nil, nil, watch)
+	pc := newPermitCall(l.c, l.sh, spec, l.keys[1], wakeAll, 1, wait)
+	pc.resend = true // a GET may be sent again whatever happened to it
+	return pc.run(ctx, watch)
 }
 
 // Await blocks until the latch is open (count zero) or ctx ends (then ctx's error). It costs no polling: awaiters
@@ -108,19 +118,19 @@ func (l *CountDownLatch) AwaitAsync(ctx context.Context) *future.Future[struct{}
 // AwaitTimeout waits at most timeout (0: checks once) for the latch to open and reports whether it did; ctx's
 // error when ctx ended first.
 func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration) (bool, error) {
-	if err := famWaitArg("CountDownLatch.AwaitTimeout", timeout); err != nil {
-		return false, err
+	if timeout < 0 {
+		return false, waitError("CountDownLatch.AwaitTimeout", timeout)
 	}
 	w, fut := l.await(ctx, "CountDownLatch.AwaitTimeout", timeout, false)
 	_, err := waitSync(ctx, w, fut)
-	return famTried(err)
+	return tried(err)
 }
 
 // AwaitTimeoutAsync is the asynchronous form of AwaitTimeout.
 func (l *CountDownLatch) AwaitTimeoutAsync(ctx context.Context, timeout time.Duration) *future.Future[bool] {
-	if err := famWaitArg("CountDownLatch.AwaitTimeoutAsync", timeout); err != nil {
-		return future.Completed(false, err)
+	if timeout < 0 {
+		return future.Completed(false, waitError("CountDownLatch.AwaitTimeoutAsync", timeout))
 	}
 	_, fut := l.await(ctx, "CountDownLatch.AwaitTimeoutAsync", timeout, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return famTried(err) })
+	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
 }

@@ -50,6 +50,13 @@ const latchDeleteSrc = `if redis.call('del', KEYS[1]) == 1 then
 end
 return 0`
 
+// The latch's messages, as Redisson's CountDownLatchPubSub: the count reached zero, or a count was set (or the
+// latch deleted) and awaiters should look again.
+const (
+	latchZeroMessage = "0"
+	latchSetMessage  = "1"
+)
+
 var (
 	latchTrySetScript    = conn.NewScript(latchTrySetSrc)
 	latchCountDownScript = conn.NewScript(latchCountDownSrc)

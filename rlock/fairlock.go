@@ -34,18 +34,24 @@ const DefaultFairWaiterTimeout = 5 * time.Minute
 // Obtain it with Client.FairLock; it is cheap, sends nothing until used, and is safe for concurrent use. Held
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FairLock struct {
-	f             *family
-	name          string
-	keys          []string // {name, queue, deadlines, channel prefix}
+	lockObject
+	fkeys         []string // {name, queue, deadlines, channel prefix}
 	waiterTimeout time.Duration
 }
 
 // FairLock returns a handle on the fair lock called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) FairLock(name string) *FairLock {
-	return &FairLock{f: c.fam(), name: name, waiterTimeout: DefaultFairWaiterTimeout, keys: []string{name,
-		prefixName("redisson_lock_queue", name), prefixName("redisson_lock_timeout", name),
-		channelName(name)}}
+	l := &FairLock{fkeys: fairKeys(name), waiterTimeout: DefaultFairWaiterTimeout}
+	l.lockObject = c.newLockObject(name, kindFair, l)
+	return l
+}
+
+// fairKeys are the keys of every fair-lock script: the lock, its queue, its waiters' deadlines and the prefix of
+// its waiters' channels.
+func fairKeys(name string) []string {
+	return []string{name, prefixName(fairQueuePrefix, name), prefixName(fairTimeoutPrefix, name),
+		prefixName(lockChannelPrefix, name)}
 }
 
 // WithWaiterTimeout returns a copy of the handle whose unbounded waiters use d as their liveness window (see
@@ -53,65 +59,74 @@ func (c *Client) FairLock(name string) *FairLock {
 func (l *FairLock) WithWaiterTimeout(d time.Duration) *FairLock {
 	cp := *l
 	cp.waiterTimeout = max(d, 100*time.Millisecond)
+	cp.rules = &cp
 	return &cp
 }
 
 // Name returns the lock's name (its Redis key).
 func (l *FairLock) Name() string { return l.name }
 
-func (l *FairLock) releaseCmd(owner string, expect int64, lease string) conn.Cmd {
-	return conn.Cmd{Script: fairReleaseScript, Keys: l.keys, Args: []string{owner, famCount(expect), lease, unlockMessage}}
+// The fair lock's rules: the server orders the waiters; each waits on its own channel, which says it is its turn.
+
+func (l *FairLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
+	return fairAcquireScript, l.fkeys, []string{lc.leaseArg, lc.own.id, l.deadlineArg(lc), unlockMessage}
+}
+
+func (l *FairLock) decode(v resp.Value, err error) outcome {
+	if err != nil {
+		return outcome{err: err}
+	}
+	o := parseAcquire(v)
+	if !o.granted && o.err == nil {
+		// A queued waiter attempts at least every third of its liveness window, which keeps it queued.
+		o.bound = min(o.bound, l.waiterTimeout/3)
+	}
+	return o
+}
+
+func (l *FairLock) wait(lc *lockCall) {
+	lc.key, lc.rule = l.fkeys[3]+":"+lc.own.id, wakeAll
+}
+
+// left takes a waiter that gave up out of the server's queue (a try without waiting never joined it).
+func (l *FairLock) left(lc *lockCall) {
+	if lc.noWait || l.c.closed.Load() {
+		return
+	}
+	owner := lc.own.id
+	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, unlockMessage}}).
+		OnComplete(func(_ resp.Value, err error) {
+			if err != nil && !l.c.closed.Load() {
+				l.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
+					"lock", l.name, "owner", owner, "err", err)
+			}
+		})
 }
 
 // deadlineArg is a waiter's deadline, from now, for the acquire script: the rest of its wait, at most the
 // liveness window; "0" for a try without waiting (never queued).
-func (l *FairLock) deadlineArg(w *famWait) string {
-	if w.noWait {
+func (l *FairLock) deadlineArg(lc *lockCall) string {
+	if lc.noWait {
 		return "0"
 	}
 	d := l.waiterTimeout
-	if w.deadline != 0 {
-		d = min(d, max(w.deadline-l.f.c.now(), time.Millisecond))
+	if lc.deadline != 0 {
+		d = min(d, max(lc.deadline-l.c.now(), time.Millisecond))
 	}
-	return famMillis(d)
-}
-
-func (l *FairLock) spec(op string, wait, lease time.Duration) famLockSpec {
-	refresh := l.waiterTimeout / 3
-	return famLockSpec{op: op, name: l.name, kind: famKindLock, policy: wakeEvery, wait: wait, lease: lease,
-		release:    l.releaseCmd,
-		channelFor: func(owner string) string { return l.keys[3] + ":" + owner },
-		attempt: func(owner, lease string, w *famWait) conn.Cmd {
-			return conn.Cmd{Script: fairAcquireScript, Keys: l.keys, Args: []string{lease, owner, l.deadlineArg(w), unlockMessage}}
-		},
-		decode: func(v resp.Value) (bool, int64, int64, time.Duration, error) {
-			ok, n, tok, retry, err := famDecodeCount(v)
-			// A queued waiter retries at least every third of its liveness window, which keeps it queued.
-			return ok, n, tok, min(retry, refresh), err
-		},
-		gone: l.leave,
-	}
-}
-
-// leave takes a waiter that gave up out of the server's queue.
-func (l *FairLock) leave(owner string) {
-	l.f.call(background, fairLeaveScript, l.keys, owner, unlockMessage).OnComplete(func(_ resp.Value, err error) {
-		if err != nil && !l.f.isClosed() {
-			l.f.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
-				"lock", l.name, "owner", owner, "err", err)
-		}
-	})
+	return millis(d)
 }
 
 func (l *FairLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	w, fut := l.f.acquireLock(ctx, l.spec(op, wait, lease), false)
-	r, err := famLockSync(ctx, w, fut)
-	return r.held, err
+	lc, f := l.acquire(ctx, op, wait, lease, false)
+	if lc == nil {
+		return f.Get(ctx)
+	}
+	return waitSync(ctx, &lc.waiter, f)
 }
 
 func (l *FairLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, fut := l.f.acquireLock(ctx, l.spec(op, wait, lease), true)
-	return famHeldFuture(fut)
+	_, f := l.acquire(ctx, op, wait, lease, true)
+	return f
 }
 
 // Lock acquires the lock with the watchdog, in turn: it blocks until the lock is held or ctx ends (then ctx's
@@ -129,7 +144,7 @@ func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context
 // LockLease acquires the lock in turn for a fixed lease (at least 1 ms, no watchdog). It blocks like Lock.
 func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
 	if lease == 0 {
-		return nil, &ArgumentError{Op: "FairLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+		return nil, leaseError("FairLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
 	}
 	return l.sync(ctx, "FairLock.LockLease", -1, lease)
 }
@@ -137,7 +152,7 @@ func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if lease == 0 {
-		return future.Completed[context.Context](nil, &ArgumentError{Op: "FairLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+		return future.Completed[context.Context](nil, leaseError("FairLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
 	}
 	return l.async(ctx, "FairLock.LockLeaseAsync", -1, lease)
 }
@@ -146,16 +161,16 @@ func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *fut
 // attempt and never queues: it succeeds only when the lock is free and nobody waits. It returns ErrNotAcquired when
 // the wait ran out (the waiter has left the queue), ctx's error when ctx ended first.
 func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := famWaitArg("FairLock.TryLock", wait); err != nil {
-		return nil, err
+	if wait < 0 {
+		return nil, waitError("FairLock.TryLock", wait)
 	}
 	return l.sync(ctx, "FairLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := famWaitArg("FairLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
+	if wait < 0 {
+		return future.Completed[context.Context](nil, waitError("FairLock.TryLockAsync", wait))
 	}
 	return l.async(ctx, "FairLock.TryLockAsync", wait, lease)
 }
@@ -170,52 +185,47 @@ func (l *FairLock) Unlock(held context.Context) error {
 
 // UnlockAsync is the asynchronous form of Unlock; the renewal stops before it returns.
 func (l *FairLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
-	return l.f.unlockFor(held, "FairLock.Unlock", l.name, famKindLock, l.releaseCmd)
+	return l.unlock(held, "FairLock.Unlock")
 }
 
 // ForceUnlock deletes the lock whoever holds it and wakes the head waiter; it reports whether there was a lock.
 // This client's holds end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := famCheck(l.f.c, "FairLock.ForceUnlock", l.name); err != nil {
-		return false, err
-	}
-	l.f.dropAll(l.name, famKindLock)
-	n, err := famInt(l.f.call(ctx, fairForceUnlockScript, l.keys, unlockMessage).Get(ctx))
-	return n == 1, err
+	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
+		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage}}).Get(ctx)
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
 func (l *FairLock) IsLocked(ctx context.Context) (bool, error) {
-	if err := famCheck(l.f.c, "FairLock.IsLocked", l.name); err != nil {
-		return false, err
-	}
-	return l.f.queryBool(ctx, "EXISTS", l.name).Get(ctx)
+	return l.isLocked(ctx, "FairLock.IsLocked").Get(ctx)
 }
 
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FairLock) IsHeldBy(held context.Context) (bool, error) {
-	n, err := l.f.queryHeld(held, "FairLock.IsHeldBy", l.name, nil, false).Get(background)
-	return n == 1, err
+	n, err := l.holdCount(held, "FairLock.IsHeldBy").Get(background)
+	return n > 0, err
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). Bounded like IsHeldBy.
 func (l *FairLock) HoldCount(held context.Context) (int, error) {
-	return l.f.queryHeld(held, "FairLock.HoldCount", l.name, nil, true).Get(background)
+	return l.holdCount(held, "FairLock.HoldCount").Get(background)
 }
 
 // QueueLength returns how many waiters are queued on the server (any client). It blocks until the server answers
 // or ctx ends.
 func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
-	if err := famCheck(l.f.c, "FairLock.QueueLength", l.name); err != nil {
+	if err := l.check("FairLock.QueueLength"); err != nil {
 		return 0, err
 	}
-	n, err := famInt(l.f.call(ctx, nil, nil, "LLEN", l.keys[1]).Get(ctx))
+	n, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"LLEN", l.fkeys[1]}}).Get(ctx))
 	return int(n), err
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FairLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.f.ttl(ctx, "FairLock.RemainTimeToLive", l.name).Get(ctx)
+	return l.remainTimeToLive(ctx, "FairLock.RemainTimeToLive").Get(ctx)
 }
+
+var _ lockRules = (*FairLock)(nil)

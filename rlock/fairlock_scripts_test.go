@@ -7,11 +7,6 @@ import (
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
-func fairKeys(name string) []string {
-	return []string{name, "redisson_lock_queue:{" + name + "}", "redisson_lock_timeout:{" + name + "}",
-		"redisson_lock__channel:{" + name + "}"}
-}
-
 func TestFairAcquireScriptGrantsReentersAndNeverQueuesANoWaitTry(t *testing.T) {
 	s := newFamSrv(t)
 	k := fairKeys("fair")

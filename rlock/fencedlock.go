@@ -22,10 +22,8 @@ import (
 // Obtain it with Client.FencedLock; it is cheap, sends nothing until used, and is safe for concurrent use. Held
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FencedLock struct {
-	f       *family
-	name    string
-	keys    []string // {name, token key}
-	relKeys []string // {name, unlock channel}
+	lockObject
+	tokenKeys []string // {name, token key}
 }
 
 // Fence is the result of an acquire of a FencedLock: the held context and this acquire's token.
@@ -37,47 +35,72 @@ type Fence struct {
 // FencedLock returns a handle on the fenced lock called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) FencedLock(name string) *FencedLock {
-	ch := channelName(name)
-	return &FencedLock{f: c.fam(), name: name, keys: []string{name, prefixName("redisson_lock_token", name)},
-		relKeys: []string{name, ch}}
+	l := &FencedLock{tokenKeys: []string{name, prefixName(lockTokenPrefix, name)}}
+	l.lockObject = c.newLockObject(name, kindPlain, l)
+	return l
 }
 
 // Name returns the lock's name (its Redis key).
 func (l *FencedLock) Name() string { return l.name }
 
-func (l *FencedLock) spec(op string, wait, lease time.Duration) famLockSpec {
-	return famLockSpec{op: op, name: l.name, kind: famKindLock, channel: l.relKeys[1], policy: wakeHead,
-		wait: wait, lease: lease, release: l.releaseCmd,
-		attempt: func(owner, lease string, _ *famWait) conn.Cmd {
-			return conn.Cmd{Script: fencedAcquireScript, Keys: l.keys, Args: []string{lease, owner}}
-		},
-		decode: decodeFenced,
+// The fenced lock's rules: the plain lock's queue, channel and release, its own acquire script.
+
+func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
+	return fencedAcquireScript, l.tokenKeys, []string{lc.leaseArg, lc.own.id}
+}
+
+func (l *FencedLock) decode(v resp.Value, err error) outcome {
+	if err != nil {
+		return outcome{err: err}
 	}
+	return decodeFenced(v)
 }
 
-func (l *FencedLock) releaseCmd(owner string, expect int64, lease string) conn.Cmd {
-	return conn.Cmd{Script: famReleaseScript, Keys: l.relKeys, Args: []string{owner, famCount(expect), lease, unlockMessage}}
+func (l *FencedLock) wait(lc *lockCall) {
+	// Its waiters queue with the plain lock's on the same name (one channel), but take no hand-off: a grant must
+	// come with a token, from their own script.
+	lc.key, lc.rule, lc.queueNew = l.keys[1], wakeOne, true
 }
 
-func decodeFenced(v resp.Value) (bool, int64, int64, time.Duration, error) {
+func (l *FencedLock) left(*lockCall) {}
+
+// decodeFenced decodes the fenced acquire's reply: an array of two integers {hold count, token}, both at least 1,
+// is a grant; an integer is a refusal (the lock's PTTL). Anything else is an error, never a grant: a token that
+// is not the one the server counted would defeat the fencing.
+func decodeFenced(v resp.Value) outcome {
 	switch {
 	case v.Type == resp.Array && len(v.Elems) == 2:
-		return true, v.Elems[0].Int, v.Elems[1].Int, 0, nil
+		n, t := v.Elems[0], v.Elems[1]
+		if n.Type == resp.Integer && t.Type == resp.Integer && n.Int >= 1 && t.Int >= 1 {
+			return outcome{granted: true, count: n.Int, token: t.Int}
+		}
 	case v.Type == resp.Integer:
-		return false, 0, 0, famPTTLRetry(v.Int), nil
+		return outcome{bound: ttlBound(v.Int)}
 	}
-	return false, 0, 0, 0, &resp.TypeError{Want: "{count, token} or PTTL", Got: v.Type}
+	return outcome{err: &resp.TypeError{Want: "{hold count, token} or PTTL", Got: v.Type}}
 }
 
 func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, int64, error) {
-	w, fut := l.f.acquireLock(ctx, l.spec(op, wait, lease), false)
-	r, err := famLockSync(ctx, w, fut)
-	return r.held, r.token, err
+	lc, f := l.acquire(ctx, op, wait, lease, false)
+	if lc == nil {
+		_, err := f.Get(ctx)
+		return nil, 0, err
+	}
+	held, err := waitSync(ctx, &lc.waiter, f)
+	if err != nil {
+		return nil, 0, err
+	}
+	return held, lc.token, nil
 }
 
 func (l *FencedLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[Fence] {
-	_, fut := l.f.acquireLock(ctx, l.spec(op, wait, lease), true)
-	return future.Then(fut, func(r famLocked, err error) (Fence, error) { return Fence{Held: r.held, Token: r.token}, err })
+	lc, f := l.acquire(ctx, op, wait, lease, true)
+	return future.Then(f, func(held context.Context, err error) (Fence, error) {
+		if err != nil {
+			return Fence{}, err
+		}
+		return Fence{Held: held, Token: lc.token}, nil // lc.token was written before the future completed
+	})
 }
 
 // Lock acquires the lock with the watchdog and returns the held context and this acquire's token. It blocks until
@@ -95,7 +118,7 @@ func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
 // token. It blocks like Lock.
 func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, int64, error) {
 	if lease == 0 {
-		return nil, 0, &ArgumentError{Op: "FencedLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+		return nil, 0, leaseError("FencedLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
 	}
 	return l.sync(ctx, "FencedLock.LockLease", -1, lease)
 }
@@ -103,7 +126,7 @@ func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (contex
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
 	if lease == 0 {
-		return future.Completed(Fence{}, &ArgumentError{Op: "FencedLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+		return future.Completed(Fence{}, leaseError("FencedLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
 	}
 	return l.async(ctx, "FencedLock.LockLeaseAsync", -1, lease)
 }
@@ -111,23 +134,24 @@ func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *f
 // TryLock acquires the lock if it can within wait (0: one attempt) with lease (0: the watchdog) and returns the
 // held context and token; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
 func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
-	if err := famWaitArg("FencedLock.TryLock", wait); err != nil {
-		return nil, 0, err
+	if wait < 0 {
+		return nil, 0, waitError("FencedLock.TryLock", wait)
 	}
 	return l.sync(ctx, "FencedLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
-	if err := famWaitArg("FencedLock.TryLockAsync", wait); err != nil {
-		return future.Completed(Fence{}, err)
+	if wait < 0 {
+		return future.Completed(Fence{}, waitError("FencedLock.TryLockAsync", wait))
 	}
 	return l.async(ctx, "FencedLock.TryLockAsync", wait, lease)
 }
 
 // Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock
-// message. It waits for the server's answer (bounded by the transport's response timeout and retries) and returns
-// ErrNotHeld when the owner does not hold the lock. Safe for concurrent use.
+// message (or hands the lock to a waiting plain Lock of this client). It waits for the server's answer (bounded by
+// the transport's response timeout and retries) and returns ErrNotHeld when the owner does not hold the lock. Safe
+// for concurrent use.
 func (l *FencedLock) Unlock(held context.Context) error {
 	_, err := l.UnlockAsync(held).Get(background)
 	return err
@@ -135,7 +159,7 @@ func (l *FencedLock) Unlock(held context.Context) error {
 
 // UnlockAsync is the asynchronous form of Unlock; the renewal stops before it returns.
 func (l *FencedLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
-	return l.f.unlockFor(held, "FencedLock.Unlock", l.name, famKindLock, l.releaseCmd)
+	return l.unlock(held, "FencedLock.Unlock")
 }
 
 // Token returns the current token: the one of the latest grant, 0 when the lock was never taken. It blocks until
@@ -144,46 +168,41 @@ func (l *FencedLock) Token(ctx context.Context) (int64, error) { return l.TokenA
 
 // TokenAsync is the asynchronous form of Token.
 func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
-	if err := famCheck(l.f.c, "FencedLock.Token", l.name); err != nil {
+	if err := l.check("FencedLock.Token"); err != nil {
 		return future.Completed(int64(0), err)
 	}
-	return future.Then(l.f.call(ctx, nil, nil, "GET", l.keys[1]), famInt)
+	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.tokenKeys[1]}}), intReply)
 }
 
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message; it reports whether there was a
 // lock. This client's holds of it end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := famCheck(l.f.c, "FencedLock.ForceUnlock", l.name); err != nil {
-		return false, err
-	}
-	l.f.dropAll(l.name, famKindLock)
-	n, err := famInt(l.f.call(ctx, famForceUnlockScript, l.relKeys, unlockMessage).Get(ctx))
-	return n == 1, err
+	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
+		conn.Cmd{Script: forceUnlockScript, Keys: l.keys, Args: []string{unlockMessage}}).Get(ctx)
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
 func (l *FencedLock) IsLocked(ctx context.Context) (bool, error) {
-	if err := famCheck(l.f.c, "FencedLock.IsLocked", l.name); err != nil {
-		return false, err
-	}
-	return l.f.queryBool(ctx, "EXISTS", l.name).Get(ctx)
+	return l.isLocked(ctx, "FencedLock.IsLocked").Get(ctx)
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (l *FencedLock) HoldCount(held context.Context) (int, error) {
-	return l.f.queryHeld(held, "FencedLock.HoldCount", l.name, nil, true).Get(background)
+	return l.holdCount(held, "FencedLock.HoldCount").Get(background)
 }
 
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
-	n, err := l.f.queryHeld(held, "FencedLock.IsHeldBy", l.name, nil, false).Get(background)
-	return n == 1, err
+	n, err := l.holdCount(held, "FencedLock.IsHeldBy").Get(background)
+	return n > 0, err
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FencedLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.f.ttl(ctx, "FencedLock.RemainTimeToLive", l.name).Get(ctx)
+	return l.remainTimeToLive(ctx, "FencedLock.RemainTimeToLive").Get(ctx)
 }
+
+var _ lockRules = (*FencedLock)(nil)

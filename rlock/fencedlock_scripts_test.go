@@ -251,7 +251,7 @@ func TestFencedAcquireScriptIncrementsTheTokenOnEveryGrant(t *testing.T) {
 	}
 	// Released by the plain release, the next owner gets the next token.
 	for range 4 {
-		s.eval(famReleaseSrc, []string{"fenced", "redisson_lock__channel:{fenced}"}, famOwnerA, "0", "5000", "0")
+		s.eval(releaseSrc, []string{"fenced", "redisson_lock__channel:{fenced}"}, famOwnerA, "0", "5000", "0")
 	}
 	if s.int("EXISTS", "fenced") != 0 {
 		t.Fatal("lock still exists after four releases")
@@ -259,56 +259,5 @@ func TestFencedAcquireScriptIncrementsTheTokenOnEveryGrant(t *testing.T) {
 	r := s.eval(fencedAcquireSrc, keys, "5000", famOwnerB)
 	if r.Kind != redistest.KindArray || r.Array[1].Int != 5 {
 		t.Fatalf("next owner's grant %s, want token 5", r)
-	}
-}
-
-func TestFamReleaseScriptIsConditionalOnTheExpectedCount(t *testing.T) {
-	s := newFamSrv(t)
-	keys := []string{"plain", "redisson_lock__channel:{plain}"}
-	sub := s.subscribe(keys[1])
-	s.do("HSET", "plain", famOwnerA, "2")
-	s.do("PEXPIRE", "plain", "5000")
-	wantNilReply(t, "other owner", s.eval(famReleaseSrc, keys, famOwnerB, "0", "5000", "0"))
-	wantIntReply(t, "count mismatch", s.eval(famReleaseSrc, keys, famOwnerA, "3", "9000", "0"), -2)
-	wantIntReply(t, "partial", s.eval(famReleaseSrc, keys, famOwnerA, "2", "9000", "0"), 0)
-	if p := s.int("PTTL", "plain"); p < 8000 {
-		t.Fatalf("lease not re-armed by a partial release: PTTL %d", p)
-	}
-	// A retry of the partial release (expecting 2 again) changes nothing.
-	wantIntReply(t, "retried partial", s.eval(famReleaseSrc, keys, famOwnerA, "2", "9000", "0"), -1)
-	sub.quiet(keys[1])
-	wantIntReply(t, "last", s.eval(famReleaseSrc, keys, famOwnerA, "1", "9000", "0"), 1)
-	sub.want(keys[1], "0")
-	wantNilReply(t, "retried last", s.eval(famReleaseSrc, keys, famOwnerA, "1", "9000", "0"))
-	sub.quiet(keys[1])
-
-	s.do("HSET", "plain", famOwnerB, "1")
-	wantIntReply(t, "force", s.eval(famForceUnlockSrc, keys, "0"), 1)
-	sub.want(keys[1], "0")
-	wantIntReply(t, "force again", s.eval(famForceUnlockSrc, keys, "0"), 0)
-}
-
-func TestFamRenewScriptRenewsHeldEntriesAndReportsGoneOnes(t *testing.T) {
-	s := newFamSrv(t)
-	s.do("HSET", "a", famOwnerA, "1")
-	s.do("PEXPIRE", "a", "1000")
-	s.do("HSET", "rw", "mode", "write", famOwnerB+":write", "1", famOwnerB, "2")
-	s.do("PEXPIRE", "rw", "1000")
-	prefix := "{rw}:" + famOwnerB + ":rwlock_timeout"
-	s.do("SET", prefix+":1", "1", "PX", "1000")
-	s.do("SET", prefix+":2", "1", "PX", "1000")
-	s.do("HSET", "long", famOwnerC, "1")
-	s.do("PEXPIRE", "long", "900000")
-
-	r := s.eval(famRenewSrc, []string{"a", "rw", "rw", "gone", "long"}, "30000",
-		famOwnerA, "", famOwnerB+":write", "", famOwnerB, prefix, famOwnerD, "", famOwnerC, "")
-	wantBulkReply(t, "renew", r, "11101")
-	for _, k := range []string{"a", "rw", prefix + ":1", prefix + ":2"} {
-		if p := s.int("PTTL", k); p < 29000 {
-			t.Fatalf("%s not renewed: PTTL %d", k, p)
-		}
-	}
-	if p := s.int("PTTL", "long"); p < 800000 {
-		t.Fatalf("a longer lease was shortened by a renewal: PTTL %d", p)
 	}
 }

@@ -7,6 +7,34 @@ import (
 	"github.com/locksmith-go/locksmith/timer"
 )
 
+// holdKind says which layout a held lock has on the server, and so how it is renewed and released. Every lock of
+// the package is held through the same hold; only these differ.
+type holdKind uint8
+
+const (
+	// kindPlain: the plain lock's HASH <name>, field <owner> -> hold count. Lock and FencedLock.
+	kindPlain holdKind = iota
+	// kindFair: the plain lock's HASH, released by the fair lock's script (which wakes the head of its queue).
+	kindFair
+	// kindRead: a read-write lock's read holds: field <owner> -> count, one key {name}:<owner>:rwlock_timeout:<n>
+	// per hold with that hold's lease.
+	kindRead
+	// kindWrite: a read-write lock's write hold: field <owner>:write -> count.
+	kindWrite
+)
+
+// field is the hash field that records owner's holds of this kind.
+func (k holdKind) field(owner string) string {
+	if k == kindWrite {
+		return writeField(owner)
+	}
+	return owner
+}
+
+// rwLayout reports whether the kind lives in a read-write lock's hash, whose lease is the longest of its holds':
+// an acquire, a renewal or a partial release never shortens it.
+func (k holdKind) rwLayout() bool { return k == kindRead || k == kindWrite }
+
 // holdState is the life cycle of a held lock. Legal transitions, each under the shard mutex:
 //
 //	holdHeld      -> holdReleasing  the last hold's Unlock started (renewal cancelled at that moment)
@@ -20,14 +48,20 @@ const (
 	holdGone
 )
 
-// hold is one lock held by one owner through this client: Redisson's ExpirationEntry, plus the held context.
+// holdKey identifies a held lock locally: one lock name, one hash field (the owner, or <owner>:write for a write
+// hold, so that an owner's read and write holds of one read-write lock are two holds, as on the server).
+type holdKey struct{ name, field string }
+
+// hold is one lock held by one owner through this client, whatever the kind of lock: Redisson's ExpirationEntry,
+// plus the held context.
 //
 // Memory is the point of its layout (issue 5: at most 0.5 KB of client heap per held watchdog lock). A held lock
-// costs this struct, the context.WithCancelCause pair made over it (the cancelCtx and its cancel func), the owner
-// string, one timer.Timeout (64 B) and a map entry; no goroutine, no channel until someone calls Done on the held
-// context. The hold itself is the parent of the held context (it implements context.Context without
-// cancellation), so no extra value context is needed to carry the owner, and it is the timer Task of its own
-// timeout, so scheduling allocates nothing more.
+// costs this struct (128 bytes: keep it there), the context.WithCancelCause pair made over it (the cancelCtx and its
+// cancel func), the owner string, one timer.Timeout (64 B) and a map entry; no goroutine, no channel until someone
+// calls Done on the held context. The hold itself is the parent of the held context (it implements context.Context
+// without cancellation), so no extra value context is needed to carry the owner, and it is the timer Task of its
+// own timeout, so scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in
+// what would otherwise be padding.
 type hold struct {
 	c      *Client
 	name   string
@@ -36,11 +70,12 @@ type hold struct {
 	held   context.Context // context.WithCancelCause(h): what the acquire returned
 	cancel context.CancelCauseFunc
 
-	// Guarded by the shard mutex.
+	// Guarded by the shard mutex (kind: set at creation, never changed; it sits here to fill padding).
 	state    holdState
 	watchdog bool          // renewed by the watchdog (acquired without a lease at least once)
 	renewing bool          // a renewal of this hold is in a batch, pending or in flight
-	count    int32         // the owner's hold count, as the server last reported it (packed with the flags: 128-byte struct)
+	kind     holdKind      // the lock's layout: how it is renewed and released
+	count    int32         // the owner's hold count, as the server last reported it
 	lease    time.Duration // the lease the server re-arms on a partial release (watchdog timeout or last lease)
 	deadline time.Duration // on c.now(): the lease surely ends on the server no earlier than this
 	acquired time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
@@ -48,17 +83,21 @@ type hold struct {
 	release  *unlockOp // the final release in flight (state holdReleasing)
 }
 
-// newHoldLocked creates the hold of a lock just granted to owner, registers it and arms its timer. lease is the
-// lease the grant applied, sentAt when the granting command was sent. Called with the shard mutex held.
-func (c *Client) newHoldLocked(sh *shard, name, own string, parent context.Context, count int64,
+// key is the hold's key in its shard's map.
+func (h *hold) key() holdKey { return holdKey{h.name, h.kind.field(h.owner)} }
+
+// newHoldLocked creates the hold of a lock just granted to owner, registers it and arms its timer, so that the
+// renewal (or the lease's local end) is scheduled before the acquire completes (Redisson #6483). lease is the lease
+// the grant applied, sentAt when the granting command was sent. Called with the shard mutex held.
+func (c *Client) newHoldLocked(sh *shard, kind holdKind, name, own string, parent context.Context, count int64,
 	lease time.Duration, watchdog bool, sentAt time.Duration) (*hold, error) {
-	h := &hold{c: c, name: name, owner: own, parent: parent, count: int32(count), lease: lease, watchdog: watchdog,
-		deadline: sentAt + lease, acquired: sentAt}
+	h := &hold{c: c, name: name, owner: own, parent: parent, kind: kind, count: int32(count), lease: lease,
+		watchdog: watchdog, deadline: sentAt + lease, acquired: sentAt}
 	h.held, h.cancel = context.WithCancelCause(h)
 	if err := h.armLocked(); err != nil {
 		return nil, err
 	}
-	sh.holds[holdKey{name, own}] = h
+	sh.holds[h.key()] = h
 	return h, nil
 }
 
@@ -69,10 +108,11 @@ func (h *hold) reenterLocked(count int64, lease time.Duration, watchdog bool, se
 	// only grows across them, so the largest is the latest.
 	h.count = max(h.count, int32(count))
 	h.lease = lease
-	h.deadline = sentAt + lease
-	if watchdog && !h.watchdog {
-		h.watchdog = true
+	if end := sentAt + lease; !h.kind.rwLayout() || end > h.deadline {
+		// The plain layout's PEXPIRE sets the lease; a read-write lock keeps the longer one.
+		h.deadline = end
 	}
+	h.watchdog = h.watchdog || watchdog
 	if h.renewing {
 		return nil // the renewal in flight re-arms the timer when it completes
 	}
@@ -152,8 +192,31 @@ func (h *hold) Run(t *timer.Timeout) {
 func (c *Client) dropLocked(sh *shard, h *hold) {
 	h.state = holdGone
 	h.stopTimerLocked()
-	if sh.holds[holdKey{h.name, h.owner}] == h {
-		delete(sh.holds, holdKey{h.name, h.owner})
+	if k := h.key(); sh.holds[k] == h {
+		delete(sh.holds, k)
+	}
+}
+
+// dropAll drops every local hold of the lock name whose kind is one of kinds, whoever the owner, as a force
+// unlock does: their renewals stop and their held contexts are cancelled with ErrLockLost.
+func (c *Client) dropAll(sh *shard, name string, kinds ...holdKind) {
+	var gone []*hold
+	sh.mu.Lock()
+	for k, h := range sh.holds {
+		if k.name != name || h.state != holdHeld {
+			continue
+		}
+		for _, kind := range kinds {
+			if h.kind == kind {
+				c.dropLocked(sh, h)
+				gone = append(gone, h)
+				break
+			}
+		}
+	}
+	sh.mu.Unlock()
+	for _, h := range gone {
+		c.lost(h, ErrLockLost)
 	}
 }
 
@@ -178,7 +241,9 @@ func (h *hold) Done() <-chan struct{} { return nil }
 // Err returns nil.
 func (h *hold) Err() error { return nil }
 
-// Value returns the hold for the owner key, and otherwise what the acquiring context holds.
+// Value returns the hold for the owner key, and otherwise what the acquiring context holds. Every lock of the
+// package reads the owner from it, so a held context of any lock acquires and releases any other lock as the same
+// owner.
 func (h *hold) Value(key any) any {
 	if _, ok := key.(ownerKey); ok {
 		return h

@@ -2,11 +2,9 @@ package rlock
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
-	"github.com/locksmith-go/locksmith/resp"
 )
 
 // Lock is a handle on one reentrant lock, Redisson's RLock: a HASH named after the lock whose field is the owner
@@ -16,12 +14,7 @@ import (
 // Every operation has an Async form returning a future; the blocking form is the Async call followed by Get.
 // Acquiring returns the held context: it carries the owner (acquire again with it to re-enter, unlock with it to
 // release) and is cancelled, with a cause, when the lock stops being held (see the package documentation).
-type Lock struct {
-	c    *Client
-	name string
-	keys []string // {name, channel}: shared by every command of this handle (conn never modifies them)
-	sh   *shard
-}
+type Lock struct{ lockObject }
 
 // Name returns the lock's name (its Redis key).
 func (l *Lock) Name() string { return l.name }
@@ -83,17 +76,11 @@ func (l *Lock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *fut
 }
 
 func (l *Lock) acquireSync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	w, f := l.acquire(ctx, op, wait, lease, false)
-	held, err := f.Get(ctx)
-	if err != nil && w != nil {
-		// Get returned early because ctx ended, or the call failed: abandon is a no-op in the latter case, and
-		// in the former it makes sure a grant nobody will see is released.
-		w.abandon(err, true)
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+	lc, f := l.acquire(ctx, op, wait, lease, false)
+	if lc == nil {
+		return f.Get(ctx)
 	}
-	return held, err
+	return waitSync(ctx, &lc.waiter, f)
 }
 
 func (l *Lock) acquireAsync(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
@@ -101,85 +88,43 @@ func (l *Lock) acquireAsync(ctx context.Context, op string, wait, lease time.Dur
 	return f
 }
 
-// acquire validates the call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch makes the
-// call end when ctx ends (async calls; a sync call's Get watches ctx itself). It returns the waiter (nil when the
-// call failed before starting) and its future.
-func (l *Lock) acquire(ctx context.Context, op string, wait, lease time.Duration, watch bool) (*waiter, *future.Future[context.Context]) {
-	c := l.c
-	if l.name == "" {
-		return nil, future.Completed[context.Context](nil, nameError(op))
-	}
-	if lease < 0 || (lease > 0 && lease < MinLease) {
-		return nil, future.Completed[context.Context](nil, leaseError(op, lease, "must be at least 1ms, or 0 for the watchdog"))
-	}
-	if c.closed.Load() {
-		return nil, future.Completed[context.Context](nil, ErrClosed)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, future.Completed[context.Context](nil, err)
-	}
-	own, err := c.resolveOwner(ctx, op, true)
-	if err != nil {
-		return nil, future.Completed[context.Context](nil, err)
-	}
-	now := c.now()
-	w := &waiter{c: c, lk: l, ctx: ctx, own: own, start: now}
-	if lease == 0 {
-		w.watchdog, w.lease, w.leaseArg = true, c.cfg.WatchdogTimeout, c.cfg.watchdogMillis
-	} else {
-		w.lease, w.leaseArg = lease, strconv.FormatInt(lease.Milliseconds(), 10)
-	}
-	switch {
-	case wait == 0:
-		w.noWait = true
-	case wait > 0:
-		w.deadline = now + wait
-	}
-	if watch && ctx.Done() != nil {
-		// An async call watches ctx with context.AfterFunc: a registration, no goroutine, for standard contexts
-		// (the callback gets a goroutine only when ctx actually ends). Set before the waiter is shared, so the
-		// field is never written concurrently.
-		w.stopCtx = context.AfterFunc(ctx, func() { w.abandon(ctx.Err(), false) })
-	}
-	c.start(w)
-	return w, w.p.Future()
+// Unlock releases one hold of the lock by the owner that held carries (the context an acquire returned, or one
+// made with WithOwner). When it was the last hold, the lock is deleted and the unlock message published — or, when
+// a waiter of this client is queued for the lock, the lock goes straight to that waiter in the same round trip —
+// and held is cancelled with cause ErrReleased.
+//
+// The renewal stops at the start of the call, so no renewal outlives an Unlock. Unlock waits for the server's
+// answer, bounded by the transport's response timeout and RetryAttempts retries (a release is safe to retry: see
+// the package documentation); held's cancellation does not cut it short. It returns ErrNotHeld when the owner does
+// not hold the lock (another owner does, or it expired or was force-unlocked: the held context then also has
+// cause ErrLockLost), ErrClosed, an *ArgumentError, or a transport error. Safe for concurrent use.
+func (l *Lock) Unlock(held context.Context) error {
+	_, err := l.UnlockAsync(held).Get(background)
+	return err
 }
 
-// start sends w's first attempt, or queues it behind this client's waiters for the same lock.
-func (c *Client) start(w *waiter) {
-	sh := w.lk.sh
-	sh.mu.Lock()
-	if w.state != wNew || w.abandoned != nil {
-		sh.mu.Unlock()
-		return
-	}
-	if h := sh.holds[holdKey{w.lk.name, w.own.id}]; h != nil {
-		if h.state == holdReleasing && h.release != nil {
-			// The same owner's last release is in flight: acquire after it settled, so the release's retry
-			// condition (the expected count) cannot be confused by this grant.
-			op := h.release
-			sh.mu.Unlock()
-			op.p.Future().OnComplete(func(struct{}, error) { c.start(w) })
-			return
-		}
-		// Re-entry: never queued behind waiters, which would wait for this very owner.
-	} else if q := sh.queues[w.lk.name]; q != nil && q.n > 0 && !w.noWait {
-		// No barging: waiters that came first are served first.
-		c.enqueueLocked(w)
-		w.state = wIdle
-		w.armLocked(0)
-		sh.mu.Unlock()
-		return
-	}
-	w.beginAttemptLocked()
-	sh.mu.Unlock()
-	w.sendAttempt()
+// UnlockAsync is the asynchronous form of Unlock. The renewal is cancelled before it returns.
+func (l *Lock) UnlockAsync(held context.Context) *future.Future[struct{}] {
+	return l.unlock(held, "Unlock")
 }
 
-// intReply decodes an integer reply for the query helpers.
-func intReply(v resp.Value, err error) (int64, error) {
-	if err != nil {
-		return 0, err
+// unlock releases one hold of the lock by held's owner (every kind of lock but the read-write lock's halves,
+// which name their own).
+func (lo *lockObject) unlock(held context.Context, op string) *future.Future[struct{}] {
+	c := lo.c
+	if err := lo.check(op); err != nil {
+		return future.Completed(struct{}{}, err)
 	}
-	return v.AsInt64()
+	own, err := c.resolveOwner(held, op, false)
+	if err != nil {
+		return future.Completed(struct{}{}, err)
+	}
+	if own.id == "" {
+		return future.Completed(struct{}{}, ErrNotHeld)
+	}
+	var keys []string
+	if lo.kind == kindPlain {
+		keys = lo.keys
+	}
+	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id)
 }

@@ -486,16 +486,16 @@ func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) (context
 // ErrNotAcquired when a lock could not be taken in time (the others are released), ctx's error when ctx ended,
 // and otherwise the first error, naming its lock.
 func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := famWaitArg("MultiLock.TryLock", wait); err != nil {
-		return nil, err
+	if wait < 0 {
+		return nil, waitError("MultiLock.TryLock", wait)
 	}
 	return m.s.multiSync(ctx, m.acquire(ctx, "TryLock", wait, lease))
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := famWaitArg("MultiLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
+	if wait < 0 {
+		return future.Completed[context.Context](nil, waitError("MultiLock.TryLockAsync", wait))
 	}
 	return m.acquire(ctx, "TryLockAsync", wait, lease)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -24,16 +25,17 @@ import (
 // concurrent use. Invalid input (zero or negative permits, a negative lease or wait, a malformed id) returns an
 // *ArgumentError before anything is sent.
 type PermitExpirableSemaphore struct {
-	f    *family
+	c    *Client
 	name string
+	sh   *shard
 	keys []string // {name, lease set, channel}
 }
 
 // PermitExpirableSemaphore returns a handle on the semaphore called name. It does no I/O; an empty name is
 // reported by the handle's methods as an *ArgumentError.
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
-	return &PermitExpirableSemaphore{f: c.fam(), name: name,
-		keys: []string{name, suffixName(name, "timeout"), prefixName("redisson_sc", name)}}
+	return &PermitExpirableSemaphore{c: c, name: name, sh: c.shard(name),
+		keys: []string{name, suffixName(name, "timeout"), prefixName(semChannelPrefix, name)}}
 }
 
 // Name returns the semaphore's name (its Redis key).
@@ -67,43 +69,40 @@ func permitRaw(op, id string) (string, error) {
 }
 
 func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permits int, wait, lease time.Duration,
-	watch bool) (*famWaiter[[]string], *future.Future[[]string]) {
-	fail := func(err error) (*famWaiter[[]string], *future.Future[[]string]) {
-		return nil, future.Completed[[]string](nil, err)
-	}
-	if err := famCheck(s.f.c, op, s.name); err != nil {
+	watch bool) (*waiter, *future.Future[[]string]) {
+	fail := func(err error) (*waiter, *future.Future[[]string]) { return nil, future.Completed[[]string](nil, err) }
+	if err := s.c.check(op, s.name); err != nil {
 		return fail(err)
 	}
-	if err := famPermitsArg(op, permits); err != nil {
-		return fail(err)
+	if permits <= 0 {
+		return fail(permitsError(op, int64(permits)))
 	}
 	if err := pesLeaseArg(op, lease); err != nil {
 		return fail(err)
 	}
-	leaseArg := famMillis(lease)
-	try := func(*famWait) *future.Future[famTry[[]string]] {
-		raw, ids := newPermitIDs(permits)
-		return future.Then(s.f.callOnce(background, pesAcquireScript, s.keys, append([]string{leaseArg}, raw...)...),
-			func(v resp.Value, err error) (famTry[[]string], error) {
-				if err != nil {
-					return famTry[[]string]{}, err
-				}
-				if v.Type == resp.BulkString && v.Str == "OK" {
-					return famTry[[]string]{ok: true, v: ids}, nil
-				}
-				if v.Type != resp.Integer {
-					return famTry[[]string]{}, &resp.TypeError{Want: "OK or a wait", Got: v.Type}
-				}
-				retry := time.Duration(-1)
-				if v.Int > 0 {
-					retry = time.Duration(v.Int) * time.Millisecond
-				}
-				return famTry[[]string]{retry: retry}, nil
-			})
+	leaseArg := millis(lease)
+	var ids []string // of the attempt in flight (one at a time): attempt draws them, decode returns them
+	spec := &permitSpec[[]string]{
+		attempt: func() (*conn.Script, []string, []string) {
+			var raw []string
+			raw, ids = newPermitIDs(permits)
+			return pesAcquireScript, s.keys, append([]string{leaseArg}, raw...)
+		},
+		decode: func(v resp.Value, err error) (outcome, []string) {
+			switch {
+			case err != nil:
+				return outcome{err: err}, nil
+			case v.Type == resp.BulkString && v.Str == "OK":
+				return outcome{granted: true}, ids
+			case v.Type != resp.Integer:
+				return outcome{err: &resp.TypeError{Want: "OK or a wait", Got: v.Type}}, nil
+			}
+			// The time until the earliest lease ends (a permit comes back then, without a message); -1: none.
+			return outcome{bound: ttlBound(v.Int)}, nil
+		},
+		undo: s.giveBack,
 	}
-	undo := func(ids []string) { s.giveBack(ids) }
-	spec := famWaitSpec{channel: s.keys[2], policy: wakePermits, need: int64(permits), wait: wait}
-	return startWait(s.f, ctx, spec, try, undo, nil, watch)
+	return newPermitCall(s.c, s.sh, spec, s.keys[2], wakePermits, int64(permits), wait).run(ctx, watch)
 }
 
 // giveBack releases permits taken for a call whose caller will never see them. It does not block: it may run on
@@ -114,8 +113,8 @@ func (s *PermitExpirableSemaphore) giveBack(ids []string) {
 		raw[i], _ = permitRaw("", id) // made by newPermitIDs: always valid
 	}
 	s.release(background, raw).OnComplete(func(_ struct{}, err error) {
-		if err != nil && !s.f.isClosed() {
-			s.f.c.log.Warn("rlock: returning permits taken for an abandoned acquire failed; they return when their lease ends",
+		if err != nil && !s.c.closed.Load() {
+			s.c.log.Warn("rlock: returning permits taken for an abandoned acquire failed; they return when their lease ends",
 				"semaphore", s.name, "err", err)
 		}
 	})
@@ -156,8 +155,8 @@ func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease t
 
 // TryAcquireN is TryAcquire for several permits, all or none.
 func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int, wait, lease time.Duration) ([]string, error) {
-	if err := famWaitArg("PermitExpirableSemaphore.TryAcquire", wait); err != nil {
-		return nil, err
+	if wait < 0 {
+		return nil, waitError("PermitExpirableSemaphore.TryAcquire", wait)
 	}
 	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquire", permits, wait, lease, false)
 	return waitSync(ctx, w, fut)
@@ -165,8 +164,8 @@ func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int,
 
 // TryAcquireAsync is the asynchronous form of TryAcquireN.
 func (s *PermitExpirableSemaphore) TryAcquireAsync(ctx context.Context, permits int, wait, lease time.Duration) *future.Future[[]string] {
-	if err := famWaitArg("PermitExpirableSemaphore.TryAcquireAsync", wait); err != nil {
-		return future.Completed[[]string](nil, err)
+	if wait < 0 {
+		return future.Completed[[]string](nil, waitError("PermitExpirableSemaphore.TryAcquireAsync", wait))
 	}
 	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquireAsync", permits, wait, lease, true)
 	return fut
@@ -184,7 +183,7 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) e
 // ReleaseAsync is the asynchronous form of Release.
 func (s *PermitExpirableSemaphore) ReleaseAsync(ctx context.Context, ids ...string) *future.Future[struct{}] {
 	const op = "PermitExpirableSemaphore.Release"
-	if err := famCheck(s.f.c, op, s.name); err != nil {
+	if err := s.c.check(op, s.name); err != nil {
 		return future.Completed(struct{}{}, err)
 	}
 	if len(ids) == 0 {
@@ -203,8 +202,8 @@ func (s *PermitExpirableSemaphore) ReleaseAsync(ctx context.Context, ids ...stri
 
 func (s *PermitExpirableSemaphore) release(ctx context.Context, raw []string) *future.Future[struct{}] {
 	want := len(raw)
-	return future.Then(s.f.call(ctx, pesReleaseScript, s.keys, raw...), func(v resp.Value, err error) (struct{}, error) {
-		n, err := famInt(v, err)
+	return future.Then(s.c.call(ctx, conn.Cmd{Script: pesReleaseScript, Keys: s.keys, Args: raw}), func(v resp.Value, err error) (struct{}, error) {
+		n, err := intReply(v, err)
 		if err == nil && int(n) != want {
 			err = errPermitsNotFound(want - int(n))
 		}
@@ -216,7 +215,7 @@ func (s *PermitExpirableSemaphore) release(ctx context.Context, raw []string) *f
 // when the permit is not held. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) error {
 	const op = "PermitExpirableSemaphore.UpdateLease"
-	if err := famCheck(s.f.c, op, s.name); err != nil {
+	if err := s.c.check(op, s.name); err != nil {
 		return err
 	}
 	raw, err := permitRaw(op, id)
@@ -226,7 +225,7 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, l
 	if err := pesLeaseArg(op, lease); err != nil {
 		return err
 	}
-	n, err := famInt(s.f.call(ctx, pesUpdateLeaseScript, s.keys, raw, famMillis(lease)).Get(ctx))
+	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: pesUpdateLeaseScript, Keys: s.keys, Args: []string{raw, millis(lease)}}).Get(ctx))
 	if err == nil && n != 1 {
 		err = ErrPermitNotFound
 	}
@@ -236,10 +235,10 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, l
 // Permits returns the permits available and the permits held, after taking back those whose lease ended. It
 // blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held int64, err error) {
-	if err := famCheck(s.f.c, "PermitExpirableSemaphore.Permits", s.name); err != nil {
+	if err := s.c.check("PermitExpirableSemaphore.Permits", s.name); err != nil {
 		return 0, 0, err
 	}
-	v, err := s.f.call(ctx, pesAvailableScript, s.keys).Get(ctx)
+	v, err := s.c.call(ctx, conn.Cmd{Script: pesAvailableScript, Keys: s.keys}).Get(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -252,24 +251,24 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held
 // TrySetPermits sets the number of permits if it was never set, and reports whether it did. permits must not be
 // negative. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
-	if err := famCheck(s.f.c, "PermitExpirableSemaphore.TrySetPermits", s.name); err != nil {
+	if err := s.c.check("PermitExpirableSemaphore.TrySetPermits", s.name); err != nil {
 		return false, err
 	}
 	if permits < 0 {
 		return false, &ArgumentError{Op: "PermitExpirableSemaphore.TrySetPermits", Arg: "permits", Value: strconv.Itoa(permits), Reason: "must not be negative"}
 	}
-	n, err := famInt(s.f.call(ctx, pesTrySetScript, s.keys, strconv.Itoa(permits)).Get(ctx))
+	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: pesTrySetScript, Keys: s.keys, Args: []string{strconv.Itoa(permits)}}).Get(ctx))
 	return n == 1, err
 }
 
 // AddPermits adds permits (negative: removes them) and returns the number available afterwards. permits must not
 // be zero. It is not resent after an ambiguous transport failure. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
-	if err := famCheck(s.f.c, "PermitExpirableSemaphore.AddPermits", s.name); err != nil {
+	if err := s.c.check("PermitExpirableSemaphore.AddPermits", s.name); err != nil {
 		return 0, err
 	}
 	if permits == 0 {
 		return 0, &ArgumentError{Op: "PermitExpirableSemaphore.AddPermits", Arg: "permits", Value: "0", Reason: "must not be zero"}
 	}
-	return famInt(s.f.callOnce(ctx, pesAddScript, s.keys, strconv.Itoa(permits)).Get(ctx))
+	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: pesAddScript, Keys: s.keys, Args: []string{strconv.Itoa(permits)}}).Get(ctx))
 }

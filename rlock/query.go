@@ -2,13 +2,11 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
-	"github.com/locksmith-go/locksmith/timer"
 )
 
 // Special results of RemainTimeToLive, as Redis's PTTL reports them.
@@ -30,27 +28,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *Lock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
-	c := l.c
-	if err := l.check("ForceUnlock"); err != nil {
-		return future.Completed(false, err)
-	}
-	var gone []*hold
-	l.sh.mu.Lock()
-	for k, h := range l.sh.holds {
-		if k.name == l.name && h.state == holdHeld {
-			c.dropLocked(l.sh, h)
-			gone = append(gone, h)
-		}
-	}
-	l.sh.mu.Unlock()
-	for _, h := range gone {
-		c.lost(h, ErrLockLost)
-	}
-	return future.Then(c.call(ctx, conn.Cmd{Script: forceUnlockScript, Keys: l.keys, Args: []string{unlockMessage}}),
-		func(v resp.Value, err error) (bool, error) {
-			n, err := intReply(v, err)
-			return n == 1, err
-		})
+	return l.forceUnlock(ctx, "ForceUnlock", conn.Cmd{Script: forceUnlockScript, Keys: l.keys, Args: []string{unlockMessage}})
 }
 
 // IsLocked reports whether anyone holds the lock (EXISTS). It blocks until the server answers or ctx ends.
@@ -58,13 +36,7 @@ func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.IsLockedAs
 
 // IsLockedAsync is the asynchronous form of IsLocked.
 func (l *Lock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
-	if err := l.check("IsLocked"); err != nil {
-		return future.Completed(false, err)
-	}
-	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"EXISTS", l.name}}), func(v resp.Value, err error) (bool, error) {
-		n, err := intReply(v, err)
-		return n == 1, err
-	})
+	return l.isLocked(ctx, "IsLocked")
 }
 
 // IsHeldBy reports whether the owner held carries holds the lock on the server (HEXISTS), Redisson's
@@ -77,18 +49,7 @@ func (l *Lock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *Lock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	if err := l.check("IsHeldBy"); err != nil {
-		return future.Completed(false, err)
-	}
-	own, err := l.c.resolveOwner(held, "IsHeldBy", false)
-	if err != nil || own.id == "" {
-		return future.Completed(false, err)
-	}
-	return future.Then(l.c.call(background, conn.Cmd{Args: []string{"HEXISTS", l.name, own.id}}),
-		func(v resp.Value, err error) (bool, error) {
-			n, err := intReply(v, err)
-			return n == 1, err
-		})
+	return future.Then(l.holdCount(held, "IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (HGET; 0 when none), Redisson's
@@ -99,21 +60,7 @@ func (l *Lock) HoldCount(held context.Context) (int, error) {
 
 // HoldCountAsync is the asynchronous form of HoldCount.
 func (l *Lock) HoldCountAsync(held context.Context) *future.Future[int] {
-	if err := l.check("HoldCount"); err != nil {
-		return future.Completed(0, err)
-	}
-	own, err := l.c.resolveOwner(held, "HoldCount", false)
-	if err != nil || own.id == "" {
-		return future.Completed(0, err)
-	}
-	return future.Then(l.c.call(background, conn.Cmd{Args: []string{"HGET", l.name, own.id}}),
-		func(v resp.Value, err error) (int, error) {
-			n, err := intReply(v, err)
-			if errors.Is(err, resp.ErrNil) {
-				return 0, nil
-			}
-			return int(n), err
-		})
+	return l.holdCount(held, "HoldCount")
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs (PTTL), TTLNoKey when nobody holds it, or
@@ -124,10 +71,73 @@ func (l *Lock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
 
 // RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
 func (l *Lock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Duration] {
-	if err := l.check("RemainTimeToLive"); err != nil {
+	return l.remainTimeToLive(ctx, "RemainTimeToLive")
+}
+
+// The queries every kind of lock shares.
+
+// check validates the handle and the client for a call.
+func (lo *lockObject) check(op string) error {
+	if lo.name == "" {
+		return nameError(op)
+	}
+	if lo.c.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// forceUnlock drops this client's holds of the lock (the handle's kind, and for a read-write lock both halves)
+// and runs cmd, a force-unlock script answering 1 when there was a lock.
+func (lo *lockObject) forceUnlock(ctx context.Context, op string, cmd conn.Cmd) *future.Future[bool] {
+	if err := lo.check(op); err != nil {
+		return future.Completed(false, err)
+	}
+	kinds := []holdKind{lo.kind}
+	if lo.kind.rwLayout() {
+		kinds = []holdKind{kindRead, kindWrite}
+	}
+	lo.c.dropAll(lo.sh, lo.name, kinds...)
+	return future.Then(lo.c.call(ctx, cmd), func(v resp.Value, err error) (bool, error) {
+		n, err := intReply(v, err)
+		return n == 1, err
+	})
+}
+
+// isLocked asks whether the lock's key exists.
+func (lo *lockObject) isLocked(ctx context.Context, op string) *future.Future[bool] {
+	if err := lo.check(op); err != nil {
+		return future.Completed(false, err)
+	}
+	return future.Then(lo.c.call(ctx, conn.Cmd{Args: []string{"EXISTS", lo.name}}), func(v resp.Value, err error) (bool, error) {
+		n, err := intReply(v, err)
+		return n == 1, err
+	})
+}
+
+// holdCount asks how many holds of the handle's kind held's owner has (HGET of its field; 0 when none). A context
+// without an owner holds nothing (0, without I/O). It is bounded by the transport's response timeout, not by held.
+func (lo *lockObject) holdCount(held context.Context, op string) *future.Future[int] {
+	if err := lo.check(op); err != nil {
+		return future.Completed(0, err)
+	}
+	own, err := lo.c.resolveOwner(held, op, false)
+	if err != nil || own.id == "" {
+		return future.Completed(0, err)
+	}
+	return future.Then(lo.c.call(background, conn.Cmd{Args: []string{"HGET", lo.name, lo.kind.field(own.id)}}),
+		func(v resp.Value, err error) (int, error) {
+			n, err := intReply(v, err)
+			return int(n), err
+		})
+}
+
+// remainTimeToLive asks the lock's PTTL, with TTLNoKey and TTLNoExpiry for the special answers.
+func (lo *lockObject) remainTimeToLive(ctx context.Context, op string) *future.Future[time.Duration] {
+	if err := lo.check(op); err != nil {
 		return future.Completed(time.Duration(0), err)
 	}
-	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"PTTL", l.name}}),
+	return future.Then(lo.c.call(ctx, conn.Cmd{Args: []string{"PTTL", lo.name}}),
 		func(v resp.Value, err error) (time.Duration, error) {
 			n, err := intReply(v, err)
 			switch {
@@ -140,43 +150,4 @@ func (l *Lock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Du
 			}
 			return time.Duration(n) * time.Millisecond, nil
 		})
-}
-
-// check validates the handle and the client for a call.
-func (l *Lock) check(op string) error {
-	if l.name == "" {
-		return nameError(op)
-	}
-	if l.c.closed.Load() {
-		return ErrClosed
-	}
-	return nil
-}
-
-// call runs an idempotent command (a query, a force unlock), retrying transport failures up to RetryAttempts
-// times after RetryDelay. ctx bounds each attempt and the retries.
-func (c *Client) call(ctx context.Context, cmd conn.Cmd) *future.Future[resp.Value] {
-	p := future.NewPromise[resp.Value]()
-	c.callAttempt(ctx, cmd, p, 0)
-	return p.Future()
-}
-
-func (c *Client) callAttempt(ctx context.Context, cmd conn.Cmd, p *future.Promise[resp.Value], n int) {
-	var f *future.Future[resp.Value]
-	if cmd.Script != nil {
-		f = c.conn.Eval(ctx, cmd.Script, cmd.Keys, cmd.Args...)
-	} else {
-		f = c.conn.Do(ctx, cmd.Args...)
-	}
-	f.OnComplete(func(v resp.Value, err error) {
-		if err != nil && n < c.cfg.RetryAttempts && !c.closed.Load() && ctx.Err() == nil &&
-			(errors.Is(err, conn.ErrUnavailable) || errors.Is(err, conn.ErrConnLost)) {
-			_, terr := c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) { c.callAttempt(ctx, cmd, p, n+1) }),
-				c.cfg.RetryDelay)
-			if terr == nil {
-				return
-			}
-		}
-		p.Complete(v, c.mapErr(err))
-	})
 }

@@ -1,39 +1,41 @@
 package rlock
 
 import (
+	"strconv"
+
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// queue is the local FIFO of this client's waiters for one lock name, with the name's pub/sub subscription.
+// queue is the local FIFO of this client's waiters woken on one channel (a lock's unlock channel, a semaphore's,
+// a latch's; a fair-lock waiter's own), with the channel's pub/sub subscription.
 //
-// Only the head waiter talks to the server: it retries when the unlock channel says the lock was released, when
-// the TTL its last failed attempt returned has passed, or when the subscription was (re)established. Waiters
-// behind it send nothing. A new acquirer joins the tail instead of barging in front of waiters that came first,
-// and an Unlock of this client hands the lock straight to the head (handoffSrc: one round trip, the lock never
-// free in between). So waiting costs the server one attempt per release at most, and waiters of one client are
-// served in order.
+// For a lock, only the head talks to the server: it attempts again when the channel says the lock was released,
+// when the bound its last refusal returned has passed, or when the subscription was (re)established; waiters
+// behind it send nothing. A new acquirer of an exclusive lock joins the tail instead of barging in front of
+// waiters that came first, and an Unlock of the plain lock by this client hands the lock straight to the head
+// (handoffSrc: one round trip, the lock never free in between). So waiting costs the server one attempt per
+// release at most, and waiters of one client are served in order. Other objects wake more waiters per message
+// (wakeRule), but the head alone keeps a bound on the timer.
 //
 // A queue exists while it has waiters: the first waiter creates it and subscribes (reference-counted by conn, so a
-// name has one subscription per client), the last one to leave deletes it and closes the subscription.
+// channel has one subscription per client), the last one to leave deletes it and closes the subscription. The
+// waiters of a call without a channel (rate limiters) are kept in their shard's sleepers queue, which has no
+// subscription and never goes away, so that Close finds them.
 //
-// All fields are guarded by the shard mutex of the name.
+// All fields are guarded by the shard mutex of the object's name.
 type queue struct {
 	c    *Client
 	sh   *shard
-	keys []string // {name, channel}
+	key  string   // the channel; "" for a shard's sleepers
+	rule wakeRule // the rule of the waiter that created it (every object on one channel has the same)
 
 	head, tail *waiter
 	n          int
 
 	sub        *conn.Subscription // nil until confirmed (or when subscribing failed)
-	subscribed bool               // the subscription was confirmed, or failed and waiters rely on TTL bounds
+	subscribed bool               // the subscription was confirmed, or failed and waiters rely on their bounds
 	dead       bool               // removed from the shard: a late subscription is closed at once
-
-	// wake records a release signal that arrived while the head could not act on it (its attempt or hand-off was
-	// in flight, or the subscription was not confirmed yet), so that the head retries at once instead of waiting
-	// for its TTL: Redisson's semaphore permit, as one flag.
-	wake bool
 
 	// chain counts consecutive hand-offs. After handoffBurst of them the lock is released the ordinary way
 	// (deleted and published), so waiters of other processes, which only learn of releases from the channel,
@@ -44,14 +46,32 @@ type queue struct {
 // handoffBurst is the most consecutive local hand-offs of one lock before an ordinary release.
 const handoffBurst = 32
 
-// enqueueLocked appends w to its name's queue, creating the queue when w is the first waiter; it reports whether
-// the caller must subscribe (after releasing the shard mutex).
-func (c *Client) enqueueLocked(w *waiter) (q *queue, subscribe bool) {
-	sh := w.lk.sh
-	q = sh.queues[w.lk.name]
-	if q == nil {
-		q = &queue{c: c, sh: sh, keys: w.lk.keys}
-		sh.queues[w.lk.name] = q
+// wakeRule says whom a message on a channel wakes. Whatever the rule, a waiter woken while its attempt is in
+// flight attempts again when the attempt is refused, and the news that the channel was subscribed again after a
+// reconnect (messages may have been lost) wakes as a message whose payload cannot be read.
+type wakeRule uint8
+
+const (
+	// wakeOne: the head. A lock was released; one waiter can take it (plain and fenced locks).
+	wakeOne wakeRule = iota
+	// wakeAll: every waiter. A latch opened; a fair-lock waiter's own channel says it is its turn.
+	wakeAll
+	// wakePermits: in order, as many waiters as the published number of available permits covers (semaphores);
+	// a payload that is not a number wakes everyone.
+	wakePermits
+	// wakeRW: "1" (a write unlock) wakes everyone, any other payload the head (read-write locks).
+	wakeRW
+)
+
+// joinLocked appends w to the queue of its channel, creating the queue when w is its first waiter; it reports
+// whether the caller must subscribe (after releasing the shard mutex).
+func (c *Client) joinLocked(w *waiter) (q *queue, subscribe bool) {
+	sh := w.sh
+	if w.key == "" {
+		q = sh.sleepers
+	} else if q = sh.queues[w.key]; q == nil {
+		q = &queue{c: c, sh: sh, key: w.key, rule: w.rule}
+		sh.queues[w.key] = q
 		subscribe = true
 	}
 	w.q = q
@@ -82,38 +102,37 @@ func (q *queue) leaveLocked(w *waiter) (empty *queue, wasHead bool) {
 	}
 	w.prev, w.next, w.q = nil, nil, nil
 	q.n--
-	if q.n == 0 {
+	if q.n == 0 && q.key != "" {
 		q.dead = true
-		if q.sh.queues[q.keys[0]] == q {
-			delete(q.sh.queues, q.keys[0])
+		if q.sh.queues[q.key] == q {
+			delete(q.sh.queues, q.key)
 		}
 		return q, wasHead
 	}
 	return nil, wasHead
 }
 
-// wakeHeadLocked reacts to a sign that the lock may be free. It returns the head waiter when it should retry now
-// (its state is then wAttempting; the caller sends the attempt after releasing the shard mutex), or nil when the
-// signal was recorded for later.
-func (q *queue) wakeHeadLocked() *waiter {
-	w := q.head
-	if w == nil {
-		return nil
+// closeLocked empties q for Close: its waiters are marked done (a reply still in flight for one finds it done, and
+// a grant is given back) and appended to ws, for Close to fail them once the shard mutex is released.
+func (q *queue) closeLocked(ws []*waiter) []*waiter {
+	for w := q.head; w != nil; {
+		next := w.next
+		w.stopTimerLocked()
+		w.state = wDone
+		w.prev, w.next, w.q = nil, nil, nil
+		ws = append(ws, w)
+		w = next
 	}
-	if !q.subscribed || w.state != wIdle {
-		q.wake = true
-		return nil
-	}
-	q.wake = false
-	w.beginAttemptLocked()
-	return w
+	q.head, q.tail, q.n = nil, nil, 0
+	return ws
 }
 
-// takeForHandoffLocked returns the head waiter to hand the lock to, marked wGranting, or nil when the release
-// should be an ordinary one: no idle head, or the burst of hand-offs is used up.
-func (q *queue) takeForHandoffLocked() *waiter {
+// takeForHandoffLocked returns the head waiter to hand the plain lock to, marked wGranting, or nil when the
+// release should be an ordinary one: no idle head that takes a hand-off (a fenced lock's waiter needs its token
+// from its own script), or the burst of hand-offs is used up.
+func (q *queue) takeForHandoffLocked() *lockCall {
 	w := q.head
-	if w == nil || w.state != wIdle {
+	if w == nil || w.state != wIdle || !w.handoff {
 		return nil
 	}
 	if q.chain >= handoffBurst {
@@ -121,18 +140,73 @@ func (q *queue) takeForHandoffLocked() *waiter {
 		return nil
 	}
 	q.chain++
-	w.stopTimerLocked()
 	w.state = wGranting
+	w.again = false
 	w.sentAt = q.c.now()
-	return w
+	w.armLocked(0) // its deadline only, while the hand-off is in flight
+	return w.call.(*lockCall)
 }
 
-// subscribe subscribes q to its unlock channel. Until the subscription is confirmed the head does not retry (it
-// would miss a release published in between: Redisson #1763); once it is, the head retries at once. If the
-// subscription fails (the pub/sub connection is down), the head retries at its TTL bounds meanwhile, and the
-// subscription is tried again after RetryDelay for as long as the queue has waiters.
+// wakeLocked wakes waiters by the queue's rule after a message with payload (resubscribed: the subscription was
+// (re-)established, so a message may have been missed). Idle waiters are marked attempting and returned, the first
+// in one (no allocation for a lock's single wake-up) and the others in more, for the caller to send their
+// attempts after releasing the shard mutex; waiters whose attempt is in flight are told to attempt again.
+func (q *queue) wakeLocked(payload string, resubscribed bool) (one *waiter, more []*waiter) {
+	budget := int64(-1) // -1: everyone; -2: the head; otherwise the permits to share out
+	switch {
+	case q.rule == wakeOne:
+		budget = -2
+	case resubscribed:
+	case q.rule == wakeRW && payload != rwWriteUnlockMessage:
+		budget = -2
+	case q.rule == wakePermits:
+		if n, err := strconv.ParseInt(payload, 10, 64); err == nil {
+			budget = max(n, 0)
+		}
+	}
+	for w := q.head; w != nil; w = w.next {
+		if budget >= 0 {
+			if budget < w.need {
+				break // queue order is kept: a waiter the permits do not cover stops the wake-up
+			}
+			budget -= w.need
+		}
+		switch {
+		case w.state == wIdle && q.subscribed:
+			w.again = false
+			w.beginAttemptLocked()
+			if one == nil {
+				one = w
+			} else {
+				more = append(more, w)
+			}
+		case w.state == wIdle || w.state == wAttempting || w.state == wGranting:
+			// Before the subscription is confirmed, the confirmation wakes it; an attempt in flight attempts again.
+			w.again = true
+		}
+		if budget == -2 {
+			break
+		}
+	}
+	return one, more
+}
+
+// wake sends the attempts wakeLocked decided. Called without the shard mutex.
+func wake(one *waiter, more []*waiter) {
+	if one != nil {
+		one.call.send()
+	}
+	for _, w := range more {
+		w.call.send()
+	}
+}
+
+// subscribe subscribes q to its channel. Until the subscription is confirmed the head does not attempt again (it
+// would miss a release published in between: Redisson #1763); once it is, waiters are woken as after a
+// resubscription. If the subscription fails (the pub/sub connection is down), waiters rely on their bounds
+// meanwhile, and the subscription is tried again after RetryDelay for as long as the queue has waiters.
 func (c *Client) subscribe(q *queue) {
-	c.conn.Subscribe(q.keys[1], q.onMessage).OnComplete(func(s *conn.Subscription, err error) {
+	c.conn.Subscribe(q.key, q.onMessage).OnComplete(func(s *conn.Subscription, err error) {
 		q.sh.mu.Lock()
 		if q.dead {
 			q.sh.mu.Unlock()
@@ -143,16 +217,14 @@ func (c *Client) subscribe(q *queue) {
 		}
 		q.sub = s
 		q.subscribed = true
-		w := q.wakeHeadLocked()
+		one, more := q.wakeLocked("", true)
 		q.sh.mu.Unlock()
-		if w != nil {
-			w.sendAttempt()
-		}
+		wake(one, more)
 		if err == nil || c.closed.Load() {
 			return
 		}
-		c.log.Warn("rlock: cannot subscribe to the unlock channel; waiters retry at the lock's TTL until it works",
-			"channel", q.keys[1], "err", err)
+		c.log.Warn("rlock: cannot subscribe to the channel; waiters retry at their bounds until it works",
+			"channel", q.key, "err", err)
 		c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) {
 			q.sh.mu.Lock()
 			retry := !q.dead && q.sub == nil
@@ -164,19 +236,17 @@ func (c *Client) subscribe(q *queue) {
 	})
 }
 
-// onMessage handles a message on the unlock channel (any payload: Redisson publishes "0") or the news that the
-// subscription was re-established after a reconnect (a release may have been missed). It runs on the event loop.
-func (q *queue) onMessage(conn.Message) {
+// onMessage handles a message on the channel (a lock's "0", a write unlock's "1", a semaphore's number of
+// permits) or the news that the subscription was re-established after a reconnect. It runs on the event loop.
+func (q *queue) onMessage(m conn.Message) {
 	q.sh.mu.Lock()
 	if q.dead {
 		q.sh.mu.Unlock()
 		return
 	}
-	w := q.wakeHeadLocked()
+	one, more := q.wakeLocked(m.Payload, m.Kind != conn.KindMessage)
 	q.sh.mu.Unlock()
-	if w != nil {
-		w.sendAttempt()
-	}
+	wake(one, more)
 }
 
 // closeSubscription ends q's subscription once q is dead. Called without the shard mutex; the subscription field

@@ -6,107 +6,169 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 )
 
-// famStubRun records attempts instead of sending them.
-type famStubRun struct{ attempts int }
+// The wake rules of the waiting engine, on queues built by hand: which waiters a message sets attempting.
 
-func (r *famStubRun) attempt()   { r.attempts++ }
-func (r *famStubRun) fail(error) {}
-func (r *famStubRun) expire()    {}
+// stubCall records attempts instead of sending them.
+type stubCall struct{ sends int }
 
-// famTestChannel builds a channel whose waiters need the given permits, all idle except those marked busy.
-func famTestChannel(policy famWake, needs []int64, busy map[int]bool) (*famChannel, []*famWait) {
-	f := &family{chans: map[string]*famChannel{}, waits: map[*famWait]struct{}{}}
-	ws := make([]*famWait, len(needs))
+func (s *stubCall) send()                      { s.sends++ }
+func (s *stubCall) grantLocked(*outcome) error { return nil }
+func (s *stubCall) succeed(outcome)            {}
+func (s *stubCall) fail(error) bool            { return true }
+func (s *stubCall) undo(outcome)               {}
+func (s *stubCall) giveBackResult()            {}
+func (s *stubCall) left()                      {}
+func (s *stubCall) lostInFlight()              {}
+
+// testQueue builds a subscribed queue of waiters needing the given permits, all idle except those marked busy
+// (an attempt in flight).
+func testQueue(rule wakeRule, needs []int64, busy map[int]bool) (*queue, []*waiter) {
+	c := &Client{}
+	sh := &shard{queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
+	ws := make([]*waiter, len(needs))
 	for i, n := range needs {
-		ws[i] = &famWait{f: f, run: &famStubRun{}, chName: "ch", policy: policy, need: n, state: fwIdle}
+		w := &waiter{c: c, sh: sh, key: "ch", rule: rule, need: n, state: wIdle}
+		w.call = &stubCall{}
 		if busy[i] {
-			ws[i].state = fwAttempting
+			w.state = wAttempting
 		}
-		f.joinLocked(ws[i])
+		c.joinLocked(w)
+		ws[i] = w
 	}
-	return f.chans["ch"], ws
+	q := sh.queues["ch"]
+	q.subscribed = true
+	return q, ws
+}
+
+// deliver hands the queue a message (or a resubscription) and sends the attempts it decided.
+func deliver(q *queue, payload string, kind conn.MessageKind) {
+	q.onMessage(conn.Message{Kind: kind, Channel: q.key, Payload: payload})
 }
 
 // woken returns the waiters that were sent an attempt, and those told to attempt again.
-func woken(ws []*famWait) (idle []int, again []int) {
+func woken(ws []*waiter) (sent, again []int) {
 	for i, w := range ws {
-		if w.run.(*famStubRun).attempts > 0 {
-			idle = append(idle, i)
+		if w.call.(*stubCall).sends > 0 {
+			sent = append(sent, i)
 		}
 		if w.again {
 			again = append(again, i)
 		}
 	}
-	return idle, again
+	return sent, again
 }
 
-func TestWakeOnALockChannelWakesOnlyTheFirstWaiter(t *testing.T) {
-	ch, ws := famTestChannel(wakeHead, []int64{1, 1, 1}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "0"})
-	if idle, _ := woken(ws); len(idle) != 1 || idle[0] != 0 {
-		t.Fatalf("woken %v, want [0]", idle)
+func TestWakeOnALockChannelWakesOnlyTheHead(t *testing.T) {
+	q, ws := testQueue(wakeOne, []int64{1, 1, 1}, nil)
+	deliver(q, "0", conn.KindMessage)
+	if sent, _ := woken(ws); len(sent) != 1 || sent[0] != 0 || ws[0].state != wAttempting {
+		t.Fatalf("woken %v, want [0]", sent)
 	}
 	// A head whose attempt is in flight is told to attempt again instead; nobody else moves.
-	ch, ws = famTestChannel(wakeHead, []int64{1, 1}, map[int]bool{0: true})
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "0"})
-	if idle, again := woken(ws); len(again) != 1 || again[0] != 0 || len(idle) != 0 {
-		t.Fatalf("again %v, woken %v", again, idle)
+	q, ws = testQueue(wakeOne, []int64{1, 1}, map[int]bool{0: true})
+	deliver(q, "0", conn.KindMessage)
+	if sent, again := woken(ws); len(again) != 1 || again[0] != 0 || len(sent) != 0 {
+		t.Fatalf("again %v, woken %v", again, sent)
 	}
-	if ws[1].state != fwIdle {
+	if ws[1].state != wIdle {
 		t.Fatal("the second waiter was woken")
+	}
+	// A resubscription (a release may have been missed) wakes the head too, and only the head: the others wait
+	// for it to go.
+	q, ws = testQueue(wakeOne, []int64{1, 1}, nil)
+	deliver(q, "", conn.KindResubscribed)
+	if sent, _ := woken(ws); len(sent) != 1 || sent[0] != 0 {
+		t.Fatalf("resubscription woke %v, want [0]", sent)
 	}
 }
 
 func TestWakeOnASemaphoreChannelWakesWhomThePublishedPermitsCover(t *testing.T) {
-	ch, ws := famTestChannel(wakePermits, []int64{2, 1, 3, 1}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "3"})
+	q, ws := testQueue(wakePermits, []int64{2, 1, 3, 1}, nil)
+	deliver(q, "3", conn.KindMessage)
 	// 2 + 1 cover the first two; the third needs 3 more: stop there (queue order is kept).
-	if idle, _ := woken(ws); len(idle) != 2 || idle[0] != 0 || idle[1] != 1 {
-		t.Fatalf("woken %v, want [0 1]", idle)
+	if sent, _ := woken(ws); len(sent) != 2 || sent[0] != 0 || sent[1] != 1 {
+		t.Fatalf("woken %v, want [0 1]", sent)
 	}
-	ch, ws = famTestChannel(wakePermits, []int64{1, 1}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "0"})
-	if idle, _ := woken(ws); len(idle) != 0 {
-		t.Fatalf("no permits published, but %v woken", idle)
+	q, ws = testQueue(wakePermits, []int64{1, 1}, nil)
+	deliver(q, "0", conn.KindMessage)
+	if sent, _ := woken(ws); len(sent) != 0 {
+		t.Fatalf("no permits published, but %v woken", sent)
 	}
-	// An unreadable payload wakes everyone (they re-check).
-	ch, ws = famTestChannel(wakePermits, []int64{5, 5}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "?"})
-	if idle, _ := woken(ws); len(idle) != 2 {
-		t.Fatalf("woken %v, want all", idle)
+	// An unreadable payload, or a resubscription, wakes everyone (they look again).
+	q, ws = testQueue(wakePermits, []int64{5, 5}, nil)
+	deliver(q, "?", conn.KindMessage)
+	if sent, _ := woken(ws); len(sent) != 2 {
+		t.Fatalf("woken %v, want all", sent)
+	}
+	q, ws = testQueue(wakePermits, []int64{5, 5}, nil)
+	deliver(q, "", conn.KindResubscribed)
+	if sent, _ := woken(ws); len(sent) != 2 {
+		t.Fatalf("resubscription woke %v, want all", sent)
 	}
 }
 
 func TestWakeOnAReadWriteChannelWakesAllOnAWriteUnlockAndOneOtherwise(t *testing.T) {
-	ch, ws := famTestChannel(wakeRW, []int64{1, 1, 1}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "1"})
-	if idle, _ := woken(ws); len(idle) != 3 {
-		t.Fatalf("write unlock woke %v, want all", idle)
+	q, ws := testQueue(wakeRW, []int64{1, 1, 1}, nil)
+	deliver(q, rwWriteUnlockMessage, conn.KindMessage)
+	if sent, _ := woken(ws); len(sent) != 3 {
+		t.Fatalf("write unlock woke %v, want all", sent)
 	}
-	ch, ws = famTestChannel(wakeRW, []int64{1, 1, 1}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "0"})
-	if idle, _ := woken(ws); len(idle) != 1 {
-		t.Fatalf("read unlock woke %v, want one", idle)
-	}
-	// A resubscription (messages may have been lost) wakes everyone, whatever the policy.
-	ch, ws = famTestChannel(wakeHead, []int64{1, 1}, nil)
-	ch.onMessage(conn.Message{Kind: conn.KindResubscribed})
-	if idle, _ := woken(ws); len(idle) != 2 {
-		t.Fatalf("resubscription woke %v, want all", idle)
+	q, ws = testQueue(wakeRW, []int64{1, 1, 1}, nil)
+	deliver(q, unlockMessage, conn.KindMessage)
+	if sent, _ := woken(ws); len(sent) != 1 || sent[0] != 0 {
+		t.Fatalf("read unlock woke %v, want [0]", sent)
 	}
 }
 
-func TestLeavingWaiterPassesAnUnusedWakeUpOn(t *testing.T) {
-	ch, ws := famTestChannel(wakeHead, []int64{1, 1}, map[int]bool{0: true})
-	ch.onMessage(conn.Message{Kind: conn.KindMessage, Payload: "0"}) // head busy: again
-	act := ws[0].finishLocked(false)                                 // it gives up without using it
-	if act.wake != ws[1] || ws[1].state != fwAttempting {
-		t.Fatal("the wake-up was not passed to the next waiter")
+func TestWakeOnALatchChannelWakesEveryone(t *testing.T) {
+	q, ws := testQueue(wakeAll, []int64{1, 1, 1}, map[int]bool{1: true})
+	deliver(q, latchZeroMessage, conn.KindMessage)
+	if sent, again := woken(ws); len(sent) != 2 || len(again) != 1 || again[0] != 1 {
+		t.Fatalf("woken %v, again %v; want [0 2] and [1]", sent, again)
 	}
-	if ch.n != 1 || ch.head != ws[1] {
-		t.Fatalf("queue after leaving: n %d", ch.n)
+}
+
+func TestMessageBeforeTheSubscriptionIsConfirmedWaitsForTheConfirmation(t *testing.T) {
+	q, ws := testQueue(wakeOne, []int64{1, 1}, nil)
+	q.subscribed = false
+	deliver(q, "0", conn.KindMessage)
+	if sent, again := woken(ws); len(sent) != 0 || len(again) != 1 {
+		t.Fatalf("woken %v, again %v: nothing may attempt before the subscription is confirmed", sent, again)
 	}
-	if _, in := ws[0].f.waits[ws[0]]; in {
-		t.Fatal("finished waiter still registered")
+}
+
+func TestHeadThatLeavesUngrantedLetsTheNextAttemptAtOnce(t *testing.T) {
+	q, ws := testQueue(wakeOne, []int64{1, 1, 1}, map[int]bool{0: true})
+	deliver(q, "0", conn.KindMessage) // head busy: again
+	act := ws[0].leaveLocked(false)   // it gives up without using the wake-up
+	if act.attempt != ws[1] || ws[1].state != wAttempting || ws[2].state != wIdle {
+		t.Fatal("the next head was not set attempting")
+	}
+	if q.n != 2 || q.head != ws[1] || ws[0].state != wDone {
+		t.Fatalf("queue after leaving: n %d", q.n)
+	}
+}
+
+func TestNonHeadThatLeavesPassesAnUnusedWakeUpOn(t *testing.T) {
+	q, ws := testQueue(wakeAll, []int64{1, 1, 1}, map[int]bool{0: true, 1: true})
+	deliver(q, "0", conn.KindMessage) // the first two are busy: again; the third attempts
+	ws[2].state = wAttempting         // its attempt is in flight too
+	act := ws[1].leaveLocked(false)
+	if act.attempt != nil || act.attempt2 != nil || !ws[2].again {
+		t.Fatalf("the unused wake-up was not passed on: %+v, again %v", act, ws[2].again)
+	}
+	if q.n != 2 {
+		t.Fatalf("n %d", q.n)
+	}
+}
+
+func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
+	q, ws := testQueue(wakeOne, []int64{1, 1}, map[int]bool{0: true})
+	for _, w := range ws {
+		w.exclusive = true
+	}
+	act := ws[0].leaveLocked(true)
+	if act.attempt != nil || ws[1].state != wIdle || q.head != ws[1] {
+		t.Fatal("the next head attempted while the lock is held by the head that left")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -41,8 +42,9 @@ type RateConfig struct {
 // Invalid input (zero or negative permits, a rate or interval that is not positive) returns an *ArgumentError
 // before anything is sent. See FixedWindowLimiter for the simpler fixed-window mode.
 type RateLimiter struct {
-	f    *family
+	c    *Client
 	name string
+	sh   *shard
 	keys []string // config, value, client value, permits, client permits
 }
 
@@ -50,7 +52,7 @@ type RateLimiter struct {
 // handle's methods as an *ArgumentError.
 func (c *Client) RateLimiter(name string) *RateLimiter {
 	value, permits := suffixName(name, "value"), suffixName(name, "permits")
-	return &RateLimiter{f: c.fam(), name: name, keys: []string{name, value, suffixName(value, c.ID()),
+	return &RateLimiter{c: c, name: name, sh: c.shard(name), keys: []string{name, value, suffixName(value, c.ID()),
 		permits, suffixName(permits, c.ID())}}
 }
 
@@ -72,41 +74,41 @@ func (cfg RateConfig) check(op string) error {
 }
 
 func (cfg RateConfig) args() []string {
-	return []string{strconv.FormatInt(cfg.Rate, 10), famMillis(cfg.Interval), strconv.Itoa(int(cfg.Type)), famMillis(cfg.KeepAlive)}
+	return []string{strconv.FormatInt(cfg.Rate, 10), millis(cfg.Interval), strconv.Itoa(int(cfg.Type)), millis(cfg.KeepAlive)}
 }
 
 // TrySetRate stores cfg if the limiter has no rate yet and reports whether it did. It blocks until the server
 // answers or ctx ends.
 func (r *RateLimiter) TrySetRate(ctx context.Context, cfg RateConfig) (bool, error) {
-	if err := famCheck(r.f.c, "RateLimiter.TrySetRate", r.name); err != nil {
+	if err := r.c.check("RateLimiter.TrySetRate", r.name); err != nil {
 		return false, err
 	}
 	if err := cfg.check("RateLimiter.TrySetRate"); err != nil {
 		return false, err
 	}
-	n, err := famInt(r.f.call(ctx, rlTrySetScript, r.keys[:1], cfg.args()...).Get(ctx))
+	n, err := intReply(r.c.call(ctx, conn.Cmd{Script: rlTrySetScript, Keys: r.keys[:1], Args: cfg.args()}).Get(ctx))
 	return n == 1, err
 }
 
 // SetRate stores cfg, replacing any rate, and starts a fresh window. It blocks until the server answers or ctx
 // ends.
 func (r *RateLimiter) SetRate(ctx context.Context, cfg RateConfig) error {
-	if err := famCheck(r.f.c, "RateLimiter.SetRate", r.name); err != nil {
+	if err := r.c.check("RateLimiter.SetRate", r.name); err != nil {
 		return err
 	}
 	if err := cfg.check("RateLimiter.SetRate"); err != nil {
 		return err
 	}
-	_, err := r.f.call(ctx, rlSetScript, r.keys, cfg.args()...).Get(ctx)
+	_, err := r.c.call(ctx, conn.Cmd{Script: rlSetScript, Keys: r.keys, Args: cfg.args()}).Get(ctx)
 	return err
 }
 
 // Config returns the stored configuration, or ErrRateNotSet. It blocks until the server answers or ctx ends.
 func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
-	if err := famCheck(r.f.c, "RateLimiter.Config", r.name); err != nil {
+	if err := r.c.check("RateLimiter.Config", r.name); err != nil {
 		return RateConfig{}, err
 	}
-	v, err := r.f.call(ctx, nil, nil, "HGETALL", r.name).Get(ctx)
+	v, err := r.c.call(ctx, conn.Cmd{Args: []string{"HGETALL", r.name}}).Get(ctx)
 	if err != nil {
 		return RateConfig{}, err
 	}
@@ -125,18 +127,18 @@ func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
 // AvailablePermits returns the permits left in the current window (for this client with RatePerClient). It blocks
 // until the server answers or ctx ends.
 func (r *RateLimiter) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := famCheck(r.f.c, "RateLimiter.AvailablePermits", r.name); err != nil {
+	if err := r.c.check("RateLimiter.AvailablePermits", r.name); err != nil {
 		return 0, err
 	}
-	n, err := famInt(r.f.call(ctx, rlAvailableScript, r.keys).Get(ctx))
+	n, err := intReply(r.c.call(ctx, conn.Cmd{Script: rlAvailableScript, Keys: r.keys}).Get(ctx))
 	return n, mapRateErr(err)
 }
 
 func mapRateErr(err error) error {
 	switch {
-	case famIsServerError(err, "RATENOTSET"):
+	case isServerError(err, "RATENOTSET"):
 		return ErrRateNotSet
-	case famIsServerError(err, "RATEEXCEEDED"):
+	case isServerError(err, "RATEEXCEEDED"):
 		return ErrRateExceeded
 	}
 	return err
@@ -149,30 +151,33 @@ func rlPermitsArg(op string, permits int64) error {
 	return nil
 }
 
-func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*famWaiter[struct{}], *future.Future[struct{}]) {
-	if err := famCheck(r.f.c, op, r.name); err != nil {
+func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+	if err := r.c.check(op, r.name); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	if err := rlPermitsArg(op, permits); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	n := strconv.FormatInt(permits, 10)
-	try := func(*famWait) *future.Future[famTry[struct{}]] {
-		var rnd [16]byte
-		_, _ = rand.Read(rnd[:])
-		return future.Then(r.f.callOnce(background, rlAcquireScript, r.keys, n, string(rnd[:])),
-			func(v resp.Value, err error) (famTry[struct{}], error) {
-				if err != nil {
-					return famTry[struct{}]{}, mapRateErr(err)
-				}
-				if v.Null {
-					return famTry[struct{}]{ok: true}, nil
-				}
-				d, err := v.AsInt64()
-				return famTry[struct{}]{retry: time.Duration(d) * time.Millisecond, hopeless: true}, err
-			})
+	spec := &permitSpec[struct{}]{
+		attempt: func() (*conn.Script, []string, []string) {
+			var rnd [16]byte
+			_, _ = rand.Read(rnd[:])
+			return rlAcquireScript, r.keys, []string{n, string(rnd[:])}
+		},
+		decode: func(v resp.Value, err error) (outcome, struct{}) {
+			if err != nil {
+				return outcome{err: mapRateErr(err)}, struct{}{}
+			}
+			if v.Null {
+				return outcome{granted: true}, struct{}{}
+			}
+			d, err := v.AsInt64()
+			// d is when permits come back: nothing else can make the call succeed sooner.
+			return outcome{bound: max(time.Duration(d)*time.Millisecond, time.Millisecond), hopeless: true, err: err}, struct{}{}
+		},
 	}
-	return startWait(r.f, ctx, famWaitSpec{wait: wait}, try, nil, nil, watch)
+	return newPermitCall(r.c, r.sh, spec, "", wakeAll, permits, wait).run(ctx, watch)
 }
 
 // TryAcquire takes permits if the window has them now or will within wait (0: one attempt), sleeping on the
@@ -180,21 +185,21 @@ func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wai
 // script says they come back too late), and returns ctx's error when ctx ended first. Permits granted to a call
 // abandoned in flight are consumed (a sliding window cannot give permits back).
 func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
-	if err := famWaitArg("RateLimiter.TryAcquire", wait); err != nil {
-		return false, err
+	if wait < 0 {
+		return false, waitError("RateLimiter.TryAcquire", wait)
 	}
 	w, fut := r.acquire(ctx, "RateLimiter.TryAcquire", permits, wait, false)
 	_, err := waitSync(ctx, w, fut)
-	return famTried(err)
+	return tried(err)
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
 func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
-	if err := famWaitArg("RateLimiter.TryAcquireAsync", wait); err != nil {
-		return future.Completed(false, err)
+	if wait < 0 {
+		return future.Completed(false, waitError("RateLimiter.TryAcquireAsync", wait))
 	}
 	_, fut := r.acquire(ctx, "RateLimiter.TryAcquireAsync", permits, wait, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return famTried(err) })
+	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
 }
 
 // Acquire takes permits, waiting as long as ctx allows. Safe for concurrent use.
@@ -217,7 +222,8 @@ func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.F
 //
 // Obtain it with Client.FixedWindowLimiter; it is cheap, sends nothing until used, and is safe for concurrent use.
 type FixedWindowLimiter struct {
-	f      *family
+	c      *Client
+	sh     *shard
 	key    string
 	limit  int64
 	window time.Duration
@@ -226,11 +232,11 @@ type FixedWindowLimiter struct {
 // FixedWindowLimiter returns a limiter of limit permits per window on the counter key. It does no I/O; an empty
 // key, a limit that is not positive or a window under 1 ms are reported by its methods as an *ArgumentError.
 func (c *Client) FixedWindowLimiter(key string, limit int64, window time.Duration) *FixedWindowLimiter {
-	return &FixedWindowLimiter{f: c.fam(), key: key, limit: limit, window: window}
+	return &FixedWindowLimiter{c: c, sh: c.shard(key), key: key, limit: limit, window: window}
 }
 
 func (l *FixedWindowLimiter) check(op string, permits int64) error {
-	if err := famCheck(l.f.c, op, l.key); err != nil {
+	if err := l.c.check(op, l.key); err != nil {
 		return err
 	}
 	switch {
@@ -246,40 +252,45 @@ func (l *FixedWindowLimiter) check(op string, permits int64) error {
 	return nil
 }
 
-func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*famWaiter[struct{}], *future.Future[struct{}]) {
+func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
 	if err := l.check(op, permits); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
-	args := []string{strconv.FormatInt(permits, 10), famMillis(l.window), strconv.FormatInt(l.limit, 10)}
+	args := []string{strconv.FormatInt(permits, 10), millis(l.window), strconv.FormatInt(l.limit, 10)}
 	keys := []string{l.key}
-	try := func(*famWait) *future.Future[famTry[struct{}]] {
-		return future.Then(l.f.callOnce(background, fixedWindowScript, keys, args...),
-			func(v resp.Value, err error) (famTry[struct{}], error) {
-				d, err := famInt(v, err)
-				return famTry[struct{}]{ok: d == 0, retry: time.Duration(d) * time.Millisecond, hopeless: true}, err
-			})
+	spec := &permitSpec[struct{}]{
+		attempt: func() (*conn.Script, []string, []string) { return fixedWindowScript, keys, args },
+		decode: func(v resp.Value, err error) (outcome, struct{}) {
+			d, err := intReply(v, err)
+			if err != nil {
+				return outcome{err: err}, struct{}{}
+			}
+			// d is the rest of the window: nothing else can make the call succeed sooner.
+			return outcome{granted: d == 0, bound: max(time.Duration(d)*time.Millisecond, time.Millisecond),
+				hopeless: true}, struct{}{}
+		},
 	}
-	return startWait(l.f, ctx, famWaitSpec{wait: wait}, try, nil, nil, watch)
+	return newPermitCall(l.c, l.sh, spec, "", wakeAll, permits, wait).run(ctx, watch)
 }
 
 // TryAcquire takes permits if the window allows them now or within wait (0: one attempt). It reports false when
 // it cannot, and returns ctx's error when ctx ended first; ErrRateExceeded when permits exceed the limit.
 func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
-	if err := famWaitArg("FixedWindowLimiter.TryAcquire", wait); err != nil {
-		return false, err
+	if wait < 0 {
+		return false, waitError("FixedWindowLimiter.TryAcquire", wait)
 	}
 	w, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquire", permits, wait, false)
 	_, err := waitSync(ctx, w, fut)
-	return famTried(err)
+	return tried(err)
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
 func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
-	if err := famWaitArg("FixedWindowLimiter.TryAcquireAsync", wait); err != nil {
-		return future.Completed(false, err)
+	if wait < 0 {
+		return future.Completed(false, waitError("FixedWindowLimiter.TryAcquireAsync", wait))
 	}
 	_, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquireAsync", permits, wait, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return famTried(err) })
+	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
 }
 
 // Acquire takes permits, waiting for later windows as long as ctx allows.
@@ -300,6 +311,6 @@ func (l *FixedWindowLimiter) Available(ctx context.Context) (int64, error) {
 	if err := l.check("FixedWindowLimiter.Available", 1); err != nil {
 		return 0, err
 	}
-	used, err := famInt(l.f.call(ctx, nil, nil, "GET", l.key).Get(ctx))
+	used, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.key}}).Get(ctx))
 	return max(l.limit-used, 0), err
 }

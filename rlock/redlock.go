@@ -224,16 +224,16 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) (context.C
 // ErrNotAcquired when no majority could be had in time, a *QuorumError when errors made it impossible, ctx's error
 // when ctx ended.
 func (r *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := famWaitArg("RedLock.TryLock", wait); err != nil {
-		return nil, err
+	if wait < 0 {
+		return nil, waitError("RedLock.TryLock", wait)
 	}
 	return r.s.multiSync(ctx, r.acquire(ctx, "TryLock", wait, lease))
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := famWaitArg("RedLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
+	if wait < 0 {
+		return future.Completed[context.Context](nil, waitError("RedLock.TryLockAsync", wait))
 	}
 	return r.acquire(ctx, "TryLockAsync", wait, lease)
 }

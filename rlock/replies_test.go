@@ -12,27 +12,58 @@ func TestParseAcquire(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		v    resp.Value
-		err  error
-		want acqResult
+		want outcome
 	}{
-		{"granted", resp.Value{Type: resp.BulkString, Str: "3"}, nil, acqResult{granted: true, count: 3}},
-		{"refused", resp.Value{Type: resp.Integer, Int: 1500}, nil, acqResult{ttl: 1500 * time.Millisecond}},
-		{"no expiry", resp.Value{Type: resp.Integer, Int: -1}, nil, acqResult{ttl: -time.Millisecond}},
-		{"hand-off skipped", resp.Value{Type: resp.BulkString, Null: true}, nil, acqResult{skipped: true}},
+		{"granted", resp.Value{Type: resp.BulkString, Str: "3"}, outcome{granted: true, count: 3}},
+		{"refused", resp.Value{Type: resp.Integer, Int: 1500}, outcome{bound: 1500 * time.Millisecond}},
+		// A key in its last millisecond answers 0; its expiry publishes nothing, so the wait must still be bounded.
+		{"refused, expiring", resp.Value{Type: resp.Integer, Int: 0}, outcome{bound: time.Millisecond}},
+		{"no expiry", resp.Value{Type: resp.Integer, Int: -1}, outcome{bound: recheckBound}},
 	} {
-		if got := parseAcquire(tc.v, tc.err); got != tc.want {
+		if got := parseAcquire(tc.v); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if r := parseAcquire(resp.Value{Type: resp.SimpleString, Str: "OK"}, nil); r.err == nil || r.granted {
-		t.Errorf("a status reply parsed as %+v", r)
+	for name, v := range map[string]resp.Value{
+		"a status reply":         {Type: resp.SimpleString, Str: "OK"},
+		"a non-numeric count":    {Type: resp.BulkString, Str: "x"},
+		"a count of 0":           {Type: resp.BulkString, Str: "0"},
+		"a negative count":       {Type: resp.BulkString, Str: "-5"},
+		"a null (not a refusal)": {Type: resp.BulkString, Null: true},
+	} {
+		if o := parseAcquire(v); o.err == nil || o.granted {
+			t.Errorf("%s parsed as %+v", name, o)
+		}
 	}
-	if r := parseAcquire(resp.Value{Type: resp.BulkString, Str: "x"}, nil); r.err == nil || r.granted {
-		t.Errorf("a non-numeric count parsed as %+v", r)
+	if o := handoffGrant(resp.Value{Type: resp.BulkString, Null: true}, 3*time.Second); o.granted || o.err != nil ||
+		o.bound != 3*time.Second {
+		t.Errorf("a hand-off that did not grant: %+v, want a refusal bounded by the lease", o)
 	}
-	boom := errors.New("boom")
-	if r := parseAcquire(resp.Value{}, boom); r.err != boom {
-		t.Errorf("error not passed through: %+v", r)
+	if o := handoffGrant(resp.Value{Type: resp.BulkString, Str: "1"}, time.Second); !o.granted || !o.handoff {
+		t.Errorf("a hand-off's grant: %+v", o)
+	}
+}
+
+func TestDecodeFencedAcceptsOnlyTwoPositiveIntegers(t *testing.T) {
+	i := func(n int64) resp.Value { return resp.Value{Type: resp.Integer, Int: n} }
+	arr := func(e ...resp.Value) resp.Value { return resp.Value{Type: resp.Array, Elems: e} }
+	if o := decodeFenced(arr(i(2), i(42))); !o.granted || o.count != 2 || o.token != 42 || o.err != nil {
+		t.Errorf("a grant: %+v", o)
+	}
+	if o := decodeFenced(i(900)); o.granted || o.err != nil || o.bound != 900*time.Millisecond {
+		t.Errorf("a refusal: %+v", o)
+	}
+	for name, v := range map[string]resp.Value{
+		"a bulk token": arr(i(1), resp.Value{Type: resp.BulkString, Str: "1"}),
+		"a null count": arr(resp.Value{Type: resp.BulkString, Null: true}, i(812)),
+		"token 0":      arr(i(1), i(0)),
+		"count 0":      arr(i(0), i(3)),
+		"three items":  arr(i(1), i(2), i(3)),
+		"a status":     {Type: resp.SimpleString, Str: "OK"},
+	} {
+		if o := decodeFenced(v); o.granted || o.err == nil {
+			t.Errorf("%s decoded as %+v, want an error", name, o)
+		}
 	}
 }
 

@@ -9,24 +9,21 @@ import (
 )
 
 // FuzzScriptResults decodes arbitrary bytes as a RESP2 reply (as conn does) and hands the value to every function
-// that turns a lock script's reply into a Go result: parseAcquire (plain acquire, and the grant half of a hand-off),
-// unlockOp.releaseOutcome (release, and the release half of a hand-off) in each of its states, decodeFenced and
-// famDecodeCount (family acquires), famInt and intReply (queries). A reply comes from redis-server, but from a
-// script the server may not have (NOSCRIPT), an error reply, a cut or confused stream, or another version of the
-// scripts: whatever it is, the decoders must not panic and must never report a grant, a release or a number that
-// the reply does not say:
-//   - parseAcquire: a grant only from a non-null bulk string holding an integer count, a refusal only from an
-//     integer (its TTL in milliseconds), "skipped" only from a null, and an error otherwise;
-//   - decodeFenced, famDecodeCount: a refusal only from an integer, no grant with an error;
+// that turns a lock script's reply into a Go result: parseAcquire (plain, fair and read-write acquires),
+// handoffGrant (the grant half of a hand-off), unlockOp.releaseOutcome (every kind's release, and the release half
+// of a hand-off) in each of its states, decodeFenced (fenced acquires) and intReply (queries). A reply comes from
+// redis-server, but from a script the server may not have (NOSCRIPT), an error reply, a cut or confused stream, or
+// another version of the scripts: whatever it is, the decoders must not panic and must never report a grant, a
+// release or a number that the reply does not say:
+//   - parseAcquire: a grant only from a non-null bulk string holding a count of at least 1, a refusal only from an
+//     integer (bounded by its TTL, at least 1 ms, or by recheckBound for a negative one), an error otherwise;
+//   - handoffGrant: as parseAcquire, and a null is a refusal bounded by the lease;
+//   - decodeFenced: a grant only from two integers of at least 1, a refusal only from an integer;
 //   - releaseOutcome: never both released and an error, a resend only after adopting the server's count once;
-//   - famInt, intReply: a number only from an integer (or an integer string, or nil for famInt).
+//   - intReply: a number only from an integer, an integer string, or a null (0).
 //
-// Known bugs are left out of the properties until fixed (each check says what to add back): parseAcquire and
-// famDecodeCount take a bulk count of 0 or below ("0", "-5") for a grant, and decodeFenced takes any two-element
-// array for a grant, reading its elements' Int fields whatever their type, so that [(integer) 1, "1"] is a grant
-// with token 0 and [(nil), (integer) 812] a grant with count 0. FencedLock.Lock then returns a held context with
-// token 0 and no error: chaos/bugs_test.go TestFencedLockRejectsAMalformedGrant shows it through the public API
-// with a scripted server.
+// Decoders found wanting by this fuzz test and by chaos/bugs_test.go TestFencedLockRejectsAMalformedGrant (a count
+// of "0" taken for a grant; any two-element array taken for a fenced grant, with token 0) now return errors.
 //
 // Run it with: go test -run '^$' -fuzz '^FuzzScriptResults$' ./rlock
 // The seed corpus is the replies below (what the scripts answer) plus testdata/fuzz/FuzzScriptResults.
@@ -70,12 +67,9 @@ func checkReply(t *testing.T, v resp.Value) {
 	t.Helper()
 	checkParseAcquire(t, v)
 	checkReleaseOutcome(t, v)
-	checkFamDecode(t, v)
-	if n, err := famInt(v, nil); err == nil && !isInt(v) && !v.Null && n != 0 {
-		t.Fatalf("famInt(%v) = %d from a reply that is not a number", v, n)
-	}
-	if _, err := intReply(v, nil); err == nil && !isInt(v) {
-		t.Fatalf("intReply(%v) accepted a reply that is not a number", v)
+	checkDecodeFenced(t, v)
+	if n, err := intReply(v, nil); err == nil && !isInt(v) && !v.Null {
+		t.Fatalf("intReply(%v) = %d from a reply that is not a number", v, n)
 	}
 }
 
@@ -93,21 +87,23 @@ func isInt(v resp.Value) bool {
 
 func checkParseAcquire(t *testing.T, v resp.Value) {
 	t.Helper()
-	r := parseAcquire(v, nil)
-	switch {
-	case r.granted:
-		n, perr := strconv.ParseInt(v.Str, 10, 64)
-		// Known bug (see the doc comment): a count below 1 is a grant today; add `|| r.count < 1` once fixed.
-		if r.err != nil || v.Type != resp.BulkString || v.Null || perr != nil || n != r.count {
-			t.Fatalf("parseAcquire(%+v) = %+v: a grant the reply does not say", v, r)
-		}
-	case r.skipped:
-		if !v.Null || r.err != nil {
-			t.Fatalf("parseAcquire(%+v) = %+v: skipped without a null", v, r)
-		}
-	case r.err == nil:
-		if v.Type != resp.Integer || r.ttl != time.Duration(v.Int)*time.Millisecond {
-			t.Fatalf("parseAcquire(%+v) = %+v: a refusal without a PTTL", v, r)
+	for _, o := range []outcome{parseAcquire(v), handoffGrant(v, time.Minute)} {
+		switch {
+		case o.granted:
+			n, perr := strconv.ParseInt(v.Str, 10, 64)
+			if o.err != nil || v.Type != resp.BulkString || v.Null || perr != nil || n != o.count || n < 1 {
+				t.Fatalf("parseAcquire(%+v) = %+v: a grant the reply does not say", v, o)
+			}
+		case o.err == nil:
+			if v.Null {
+				if o.bound != time.Minute {
+					t.Fatalf("handoffGrant(%+v) = %+v: a skipped grant not bounded by the lease", v, o)
+				}
+				continue
+			}
+			if v.Type != resp.Integer || o.bound != ttlBound(v.Int) || o.bound <= 0 {
+				t.Fatalf("parseAcquire(%+v) = %+v: a refusal without a positive bound from a PTTL", v, o)
+			}
 		}
 	}
 }
@@ -137,23 +133,14 @@ func checkReleaseOutcome(t *testing.T, v resp.Value) {
 	}
 }
 
-func checkFamDecode(t *testing.T, v resp.Value) {
+func checkDecodeFenced(t *testing.T, v resp.Value) {
 	t.Helper()
-	granted, count, token, retry, err := decodeFenced(v)
-	// Known bug (see the doc comment): any two-element array is a grant today. Once decodeFenced checks its
-	// elements, make this `granted && (err != nil || count < 1 || token < 1)`.
-	if granted && (err != nil || v.Type != resp.Array || len(v.Elems) != 2) {
-		t.Fatalf("decodeFenced(%+v) = granted, count %d, token %d, %v: a grant the reply does not say", v, count, token, err)
+	o := decodeFenced(v)
+	if o.granted && (o.err != nil || o.count < 1 || o.token < 1 || v.Type != resp.Array || len(v.Elems) != 2 ||
+		v.Elems[0].Type != resp.Integer || v.Elems[1].Type != resp.Integer) {
+		t.Fatalf("decodeFenced(%+v) = %+v: a grant the reply does not say", v, o)
 	}
-	if !granted && err == nil && v.Type != resp.Integer {
-		t.Fatalf("decodeFenced(%+v): a refusal (retry %v) without a PTTL", v, retry)
-	}
-	granted, count, _, retry, err = famDecodeCount(v)
-	// Known bug (see the doc comment): add `|| count < 1` once fixed.
-	if granted && err != nil {
-		t.Fatalf("famDecodeCount(%+v) = granted, count %d, %v: a grant the reply does not say", v, count, err)
-	}
-	if !granted && err == nil && v.Type != resp.Integer {
-		t.Fatalf("famDecodeCount(%+v): a refusal (retry %v) without a PTTL", v, retry)
+	if !o.granted && o.err == nil && (v.Type != resp.Integer || o.bound <= 0) {
+		t.Fatalf("decodeFenced(%+v) = %+v: a refusal without a bound from a PTTL", v, o)
 	}
 }

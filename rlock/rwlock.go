@@ -21,58 +21,57 @@ import (
 //
 // Obtain it with Client.ReadWriteLock; it is cheap, sends nothing until used, and is safe for concurrent use.
 type ReadWriteLock struct {
-	f    *family
-	name string
-	ch   string // redisson_rwlock:{name}
-	tag  string // {name}: the prefix of every owner's hold keys
+	read  ReadLock
+	write WriteLock
+	ch    string // redisson_rwlock:{name}
 }
 
 // ReadLock is the read half of a ReadWriteLock.
-type ReadLock struct{ rw *ReadWriteLock }
+type ReadLock struct {
+	lockObject
+	rw *ReadWriteLock
+}
 
 // WriteLock is the write half of a ReadWriteLock.
-type WriteLock struct{ rw *ReadWriteLock }
+type WriteLock struct {
+	lockObject
+	rw *ReadWriteLock
+}
 
 // ReadWriteLock returns a handle on the read-write lock called name. It does no I/O; an empty name is reported by
 // the handle's methods as an *ArgumentError.
 func (c *Client) ReadWriteLock(name string) *ReadWriteLock {
-	return &ReadWriteLock{f: c.fam(), name: name, ch: prefixName(rwChannelPrefix, name), tag: hashTag(name)}
+	rw := &ReadWriteLock{ch: prefixName(rwChannelPrefix, name)}
+	rw.read = ReadLock{lockObject: c.newLockObject(name, kindRead, &rw.read), rw: rw}
+	rw.write = WriteLock{lockObject: c.newLockObject(name, kindWrite, &rw.write), rw: rw}
+	return rw
 }
 
 // Name returns the lock's name (its Redis key).
-func (rw *ReadWriteLock) Name() string { return rw.name }
+func (rw *ReadWriteLock) Name() string { return rw.write.name }
 
 // ReadLock returns the read half. It does no I/O.
-func (rw *ReadWriteLock) ReadLock() *ReadLock { return &ReadLock{rw} }
+func (rw *ReadWriteLock) ReadLock() *ReadLock { return &rw.read }
 
 // WriteLock returns the write half. It does no I/O.
-func (rw *ReadWriteLock) WriteLock() *WriteLock { return &WriteLock{rw} }
-
-// prefix is an owner's hold-key prefix: {name}:<owner>:rwlock_timeout.
-func (rw *ReadWriteLock) prefix(owner string) string {
-	return rwHoldPrefix(rw.name, owner)
-}
-
-func rwWriteField(owner string) string { return owner + ":write" }
+func (rw *ReadWriteLock) WriteLock() *WriteLock { return &rw.write }
 
 // ForceUnlock deletes the lock in either mode, whoever holds it, and wakes every waiter; it reports whether there
 // was a lock. This client's read and write holds end with cause ErrLockLost. It blocks until the server answers or
 // ctx ends.
 func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
-	if err := famCheck(rw.f.c, "ReadWriteLock.ForceUnlock", rw.name); err != nil {
-		return false, err
-	}
-	rw.f.dropAll(rw.name, famKindRead, famKindWrite)
-	n, err := famInt(rw.f.call(ctx, rwForceUnlockScript, []string{rw.name, rw.ch}, "1").Get(ctx))
-	return n == 1, err
+	w := &rw.write
+	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
+		conn.Cmd{Script: rwForceUnlockScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage}}).Get(ctx)
 }
 
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
 func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) {
-	if err := famCheck(rw.f.c, "ReadWriteLock.Mode", rw.name); err != nil {
+	w := &rw.write
+	if err := w.check("ReadWriteLock.Mode"); err != nil {
 		return "", err
 	}
-	v, err := rw.f.call(ctx, nil, nil, "HGET", rw.name, "mode").Get(ctx)
+	v, err := w.c.call(ctx, conn.Cmd{Args: []string{"HGET", w.name, "mode"}}).Get(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -86,42 +85,45 @@ func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) {
 // RemainTimeToLive returns how long the lock still lasts (its longest hold), TTLNoKey when it is free. It blocks
 // until the server answers or ctx ends.
 func (rw *ReadWriteLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return rw.f.ttl(ctx, "ReadWriteLock.RemainTimeToLive", rw.name).Get(ctx)
+	return rw.write.remainTimeToLive(ctx, "ReadWriteLock.RemainTimeToLive").Get(ctx)
 }
 
 // Read half.
 
-func (r *ReadLock) releaseCmd(owner string, expect int64, _ string) conn.Cmd {
-	rw := r.rw
-	return conn.Cmd{Script: rwReadReleaseScript, Keys: []string{rw.name, rw.ch, rw.prefix(owner), rw.tag},
-		Args: []string{owner, famCount(expect), unlockMessage}}
+// The read half's rules: a read hold is shared, so a grant does not make the next waiter wait; read and write
+// waiters wait on the lock's one channel, where a write unlock ("1") wakes them all.
+
+func (r *ReadLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
+	return rwReadAcquireScript, []string{r.name, rwHoldPrefix(r.name, lc.own.id)},
+		[]string{lc.leaseArg, lc.own.id, writeField(lc.own.id)}
 }
 
-func (r *ReadLock) spec(op string, wait, lease time.Duration) famLockSpec {
-	rw := r.rw
-	return famLockSpec{op: op, name: rw.name, kind: famKindRead, channel: rw.ch, policy: wakeRW, wait: wait,
-		lease: lease, prefix: rw.prefix, release: r.releaseCmd,
-		attempt: func(owner, lease string, _ *famWait) conn.Cmd {
-			return conn.Cmd{Script: rwReadAcquireScript, Keys: []string{rw.name, rw.prefix(owner)},
-				Args: []string{lease, owner, rwWriteField(owner)}}
-		},
-		decode: famDecodeCount,
+func (r *ReadLock) decode(v resp.Value, err error) outcome {
+	if err != nil {
+		return outcome{err: err}
 	}
+	return parseAcquire(v)
 }
+
+func (r *ReadLock) wait(lc *lockCall) { lc.key, lc.rule = r.rw.ch, wakeRW }
+
+func (r *ReadLock) left(*lockCall) {}
 
 func (r *ReadLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	w, fut := r.rw.f.acquireLock(ctx, r.spec(op, wait, lease), false)
-	l, err := famLockSync(ctx, w, fut)
-	return l.held, err
+	lc, f := r.acquire(ctx, op, wait, lease, false)
+	if lc == nil {
+		return f.Get(ctx)
+	}
+	return waitSync(ctx, &lc.waiter, f)
 }
 
 func (r *ReadLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, fut := r.rw.f.acquireLock(ctx, r.spec(op, wait, lease), true)
-	return famHeldFuture(fut)
+	_, f := r.acquire(ctx, op, wait, lease, true)
+	return f
 }
 
 // Name returns the lock's name.
-func (r *ReadLock) Name() string { return r.rw.name }
+func (r *ReadLock) Name() string { return r.name }
 
 // Lock takes a read hold with the watchdog: it blocks until no writer (other than the owner) holds the lock, or
 // ctx ends. Every call adds a hold (its own key); the held context is the owner's for all its read holds of this
@@ -140,7 +142,7 @@ func (r *ReadLock) LockAsync(ctx context.Context) *future.Future[context.Context
 // the owner's other holds. It blocks like Lock.
 func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
 	if lease == 0 {
-		return nil, &ArgumentError{Op: "ReadLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+		return nil, leaseError("ReadLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
 	}
 	return r.sync(ctx, "ReadLock.LockLease", -1, lease)
 }
@@ -148,7 +150,7 @@ func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if lease == 0 {
-		return future.Completed[context.Context](nil, &ArgumentError{Op: "ReadLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+		return future.Completed[context.Context](nil, leaseError("ReadLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
 	}
 	return r.async(ctx, "ReadLock.LockLeaseAsync", -1, lease)
 }
@@ -156,16 +158,16 @@ func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *fut
 // TryLock takes a read hold if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
 func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := famWaitArg("ReadLock.TryLock", wait); err != nil {
-		return nil, err
+	if wait < 0 {
+		return nil, waitError("ReadLock.TryLock", wait)
 	}
 	return r.sync(ctx, "ReadLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := famWaitArg("ReadLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
+	if wait < 0 {
+		return future.Completed[context.Context](nil, waitError("ReadLock.TryLockAsync", wait))
 	}
 	return r.async(ctx, "ReadLock.TryLockAsync", wait, lease)
 }
@@ -180,56 +182,54 @@ func (r *ReadLock) Unlock(held context.Context) error {
 
 // UnlockAsync is the asynchronous form of Unlock.
 func (r *ReadLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
-	return r.rw.f.unlockFor(held, "ReadLock.Unlock", r.rw.name, famKindRead, r.releaseCmd)
+	return r.unlock(held, "ReadLock.Unlock")
 }
 
 // HoldCount returns how many read holds the owner held carries has (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (r *ReadLock) HoldCount(held context.Context) (int, error) {
-	return r.rw.f.queryHeld(held, "ReadLock.HoldCount", r.rw.name, nil, true).Get(background)
+	return r.holdCount(held, "ReadLock.HoldCount").Get(background)
 }
 
 // Write half.
 
-func (wl *WriteLock) releaseCmd(owner string, expect int64, lease string) conn.Cmd {
-	rw := wl.rw
-	return conn.Cmd{Script: rwWriteReleaseScript, Keys: []string{rw.name, rw.ch},
-		Args: []string{rwWriteField(owner), famCount(expect), lease, "1"}}
+// The write half's rules: exclusive, on the lock's one channel.
+
+func (wl *WriteLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
+	return rwWriteAcquireScript, []string{wl.name}, []string{lc.leaseArg, writeField(lc.own.id), lc.own.id}
 }
 
-func (wl *WriteLock) spec(op string, wait, lease time.Duration) famLockSpec {
-	rw := wl.rw
-	return famLockSpec{op: op, name: rw.name, kind: famKindWrite, channel: rw.ch, policy: wakeRW, wait: wait,
-		lease: lease, field: rwWriteField, release: wl.releaseCmd,
-		attempt: func(owner, lease string, _ *famWait) conn.Cmd {
-			return conn.Cmd{Script: rwWriteAcquireScript, Keys: []string{rw.name}, Args: []string{lease, rwWriteField(owner), owner}}
-		},
-		decode: famDecodeCount,
+// decode maps the script's RWUPGRADE error reply (the owner holds a read hold: it would wait for itself) to
+// ErrLockUpgrade, which ends the call at once.
+func (wl *WriteLock) decode(v resp.Value, err error) outcome {
+	if isServerError(err, "RWUPGRADE") {
+		return outcome{err: ErrLockUpgrade}
 	}
+	if err != nil {
+		return outcome{err: err}
+	}
+	return parseAcquire(v)
 }
+
+func (wl *WriteLock) wait(lc *lockCall) { lc.key, lc.rule = wl.rw.ch, wakeRW }
+
+func (wl *WriteLock) left(*lockCall) {}
 
 func (wl *WriteLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	w, fut := wl.rw.f.acquireLock(ctx, wl.spec(op, wait, lease), false)
-	l, err := famLockSync(ctx, w, fut)
-	return l.held, mapUpgrade(err)
+	lc, f := wl.acquire(ctx, op, wait, lease, false)
+	if lc == nil {
+		return f.Get(ctx)
+	}
+	return waitSync(ctx, &lc.waiter, f)
 }
 
 func (wl *WriteLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, fut := wl.rw.f.acquireLock(ctx, wl.spec(op, wait, lease), true)
-	return future.Then(famHeldFuture(fut), func(h context.Context, err error) (context.Context, error) { return h, mapUpgrade(err) })
-}
-
-// mapUpgrade turns the script's RWUPGRADE error reply (a *resp.ServerError from the transport) into
-// ErrLockUpgrade.
-func mapUpgrade(err error) error {
-	if famIsServerError(err, "RWUPGRADE") {
-		return ErrLockUpgrade
-	}
-	return err
+	_, f := wl.acquire(ctx, op, wait, lease, true)
+	return f
 }
 
 // Name returns the lock's name.
-func (wl *WriteLock) Name() string { return wl.rw.name }
+func (wl *WriteLock) Name() string { return wl.name }
 
 // Lock takes the write lock with the watchdog: it blocks until no reader and no other writer holds the lock, or ctx
 // ends. It returns ErrLockUpgrade at once when the owner holds a read hold and no write hold. Safe for concurrent
@@ -246,7 +246,7 @@ func (wl *WriteLock) LockAsync(ctx context.Context) *future.Future[context.Conte
 // LockLease takes the write lock for a fixed lease (at least 1 ms). It blocks like Lock.
 func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
 	if lease == 0 {
-		return nil, &ArgumentError{Op: "WriteLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+		return nil, leaseError("WriteLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
 	}
 	return wl.sync(ctx, "WriteLock.LockLease", -1, lease)
 }
@@ -254,7 +254,7 @@ func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (contex
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if lease == 0 {
-		return future.Completed[context.Context](nil, &ArgumentError{Op: "WriteLock.LockLeaseAsync", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use LockAsync for the watchdog)"})
+		return future.Completed[context.Context](nil, leaseError("WriteLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
 	}
 	return wl.async(ctx, "WriteLock.LockLeaseAsync", -1, lease)
 }
@@ -262,16 +262,16 @@ func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *f
 // TryLock takes the write lock if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, ErrLockUpgrade as Lock.
 func (wl *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := famWaitArg("WriteLock.TryLock", wait); err != nil {
-		return nil, err
+	if wait < 0 {
+		return nil, waitError("WriteLock.TryLock", wait)
 	}
 	return wl.sync(ctx, "WriteLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := famWaitArg("WriteLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
+	if wait < 0 {
+		return future.Completed[context.Context](nil, waitError("WriteLock.TryLockAsync", wait))
 	}
 	return wl.async(ctx, "WriteLock.TryLockAsync", wait, lease)
 }
@@ -286,7 +286,7 @@ func (wl *WriteLock) Unlock(held context.Context) error {
 
 // UnlockAsync is the asynchronous form of Unlock.
 func (wl *WriteLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
-	return wl.rw.f.unlockFor(held, "WriteLock.Unlock", wl.rw.name, famKindWrite, wl.releaseCmd)
+	return wl.unlock(held, "WriteLock.Unlock")
 }
 
 // IsLocked reports whether a writer holds the lock. It blocks until the server answers or ctx ends.
@@ -298,5 +298,10 @@ func (wl *WriteLock) IsLocked(ctx context.Context) (bool, error) {
 // HoldCount returns how many write holds the owner held carries has (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (wl *WriteLock) HoldCount(held context.Context) (int, error) {
-	return wl.rw.f.queryHeld(held, "WriteLock.HoldCount", wl.rw.name, rwWriteField, true).Get(background)
+	return wl.holdCount(held, "WriteLock.HoldCount").Get(background)
 }
+
+var (
+	_ lockRules = (*ReadLock)(nil)
+	_ lockRules = (*WriteLock)(nil)
+)

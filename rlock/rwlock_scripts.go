@@ -164,9 +164,8 @@ const rwForceUnlockSrc = `if redis.call('del', KEYS[1]) == 1 then
 end
 return 0`
 
-// famRenewSrc renews a batch of the family's held locks in one call: fair and fenced locks, write holds and read
-// holds. The watchdog of the family batches every renewal that falls due together into one EVALSHA, as the plain
-// lock's watchdog does.
+// rwRenewSrc renews a batch of read-write lock holds in one call: write holds and read holds (the watchdog batches
+// the renewals of the other locks with renewSrc).
 //
 //	KEYS[i]     lock name
 //	ARGV[1]     lease in milliseconds (the watchdog timeout)
@@ -177,7 +176,7 @@ return 0`
 // Reply: a bulk string with one character per entry: '1' renewed, '0' the field is gone (lost). The lock's lease
 // is never shortened: another reader's longer lease is kept. Only the owner's own read hold keys are renewed
 // (Redisson renews every reader's, which keeps a dead reader's holds alive as long as any reader lives).
-const famRenewSrc = `local r = {}
+const rwRenewSrc = `local r = {}
 local lease = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local c = redis.call('hget', KEYS[i], ARGV[2 * i])
@@ -198,11 +197,15 @@ for i = 1, #KEYS do
 end
 return table.concat(r)`
 
+// rwWriteUnlockMessage is what a write unlock (and a force unlock) publishes on the lock's channel: every waiter
+// may try, any number of readers may enter. A read unlock publishes unlockMessage ("0"), which wakes one.
+const rwWriteUnlockMessage = "1"
+
 var (
 	rwReadAcquireScript  = conn.NewScript(rwReadAcquireSrc)
 	rwWriteAcquireScript = conn.NewScript(rwWriteAcquireSrc)
 	rwReadReleaseScript  = conn.NewScript(rwReadReleaseSrc)
 	rwWriteReleaseScript = conn.NewScript(rwWriteReleaseSrc)
 	rwForceUnlockScript  = conn.NewScript(rwForceUnlockSrc)
-	famRenewScript       = conn.NewScript(famRenewSrc)
+	rwRenewScript        = conn.NewScript(rwRenewSrc)
 )

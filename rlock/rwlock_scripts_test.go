@@ -122,3 +122,28 @@ func TestRWWriteScriptRefusesAnUpgradeWithAnError(t *testing.T) {
 	wantIntReply(t, "force", s.eval(rwForceUnlockSrc, []string{"rw", "redisson_rwlock:{rw}"}, "1"), 1)
 	wantBulkReply(t, "write after force", rwWrite(s, "rw", famOwnerA, "5000"), "1")
 }
+
+func TestRWRenewScriptRenewsHeldEntriesAndReportsGoneOnes(t *testing.T) {
+	s := newFamSrv(t)
+	s.do("HSET", "a", famOwnerA, "1")
+	s.do("PEXPIRE", "a", "1000")
+	s.do("HSET", "rw", "mode", "write", famOwnerB+":write", "1", famOwnerB, "2")
+	s.do("PEXPIRE", "rw", "1000")
+	prefix := "{rw}:" + famOwnerB + ":rwlock_timeout"
+	s.do("SET", prefix+":1", "1", "PX", "1000")
+	s.do("SET", prefix+":2", "1", "PX", "1000")
+	s.do("HSET", "long", famOwnerC, "1")
+	s.do("PEXPIRE", "long", "900000")
+
+	r := s.eval(rwRenewSrc, []string{"a", "rw", "rw", "gone", "long"}, "30000",
+		famOwnerA, "", famOwnerB+":write", "", famOwnerB, prefix, famOwnerD, "", famOwnerC, "")
+	wantBulkReply(t, "renew", r, "11101")
+	for _, k := range []string{"a", "rw", prefix + ":1", prefix + ":2"} {
+		if p := s.int("PTTL", k); p < 29000 {
+			t.Fatalf("%s not renewed: PTTL %d", k, p)
+		}
+	}
+	if p := s.int("PTTL", "long"); p < 800000 {
+		t.Fatalf("a longer lease was shortened by a renewal: PTTL %d", p)
+	}
+}

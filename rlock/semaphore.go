@@ -2,10 +2,10 @@ package rlock
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 )
@@ -21,55 +21,52 @@ import (
 // concurrent use. Invalid input (zero or negative permits, a negative wait) returns an *ArgumentError before
 // anything is sent.
 type Semaphore struct {
-	f    *family
+	c    *Client
 	name string
+	sh   *shard
 	keys []string // {name, channel}
 }
 
 // Semaphore returns a handle on the semaphore called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{f: c.fam(), name: name, keys: []string{name, prefixName("redisson_sc", name)}}
+	return &Semaphore{c: c, name: name, sh: c.shard(name), keys: []string{name, prefixName(semChannelPrefix, name)}}
 }
 
 // Name returns the semaphore's name (its Redis key).
 func (s *Semaphore) Name() string { return s.name }
 
-// famPermitsArg validates a permit count that must be positive.
-func famPermitsArg(op string, n int) error {
-	if n <= 0 {
-		return &ArgumentError{Op: op, Arg: "permits", Value: strconv.Itoa(n), Reason: "must be positive"}
-	}
-	return nil
-}
-
-func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration, watch bool) (*famWaiter[struct{}], *future.Future[struct{}]) {
-	if err := famCheck(s.f.c, op, s.name); err != nil {
+func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+	if err := s.c.check(op, s.name); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
-	if err := famPermitsArg(op, permits); err != nil {
-		return nil, future.Completed(struct{}{}, err)
+	if permits <= 0 {
+		return nil, future.Completed(struct{}{}, permitsError(op, int64(permits)))
 	}
 	n := strconv.Itoa(permits)
-	try := func(*famWait) *future.Future[famTry[struct{}]] {
-		return future.Then(s.f.callOnce(background, semAcquireScript, s.keys[:1], n),
-			func(v resp.Value, err error) (famTry[struct{}], error) {
-				got, err := famInt(v, err)
-				return famTry[struct{}]{ok: got == 1, retry: -1}, err
-			})
+	spec := &permitSpec[struct{}]{
+		attempt: func() (*conn.Script, []string, []string) { return semAcquireScript, s.keys[:1], []string{n} },
+		decode: func(v resp.Value, err error) (outcome, struct{}) {
+			got, err := intReply(v, err)
+			if err != nil {
+				return outcome{err: err}, struct{}{}
+			}
+			// A semaphore has no lease to wait for: a refusal is bounded by recheckBound.
+			return outcome{granted: got == 1, bound: recheckBound}, struct{}{}
+		},
+		undo: func(struct{}) { s.giveBack(permits) },
 	}
-	undo := func(struct{}) { s.giveBack(permits) }
-	spec := famWaitSpec{channel: s.keys[1], policy: wakePermits, need: int64(permits), wait: wait}
-	return startWait(s.f, ctx, spec, try, undo, nil, watch)
+	return newPermitCall(s.c, s.sh, spec, s.keys[1], wakePermits, int64(permits), wait).run(ctx, watch)
 }
 
 // giveBack returns permits taken for a call whose caller will never see them.
 func (s *Semaphore) giveBack(permits int) {
-	s.f.callOnce(background, semReleaseScript, s.keys, strconv.Itoa(permits)).OnComplete(func(_ resp.Value, err error) {
-		if err != nil && !s.f.isClosed() {
-			s.f.c.log.Warn("rlock: returning permits taken for an abandoned acquire failed", "semaphore", s.name, "err", err)
-		}
-	})
+	s.c.callOnce(background, conn.Cmd{Script: semReleaseScript, Keys: s.keys, Args: []string{strconv.Itoa(permits)}}).
+		OnComplete(func(_ resp.Value, err error) {
+			if err != nil && !s.c.closed.Load() {
+				s.c.log.Warn("rlock: returning permits taken for an abandoned acquire failed", "semaphore", s.name, "err", err)
+			}
+		})
 }
 
 // Acquire takes permits, waiting as long as ctx allows until that many are available. It returns ctx's error when
@@ -90,29 +87,21 @@ func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Futur
 // TryAcquire takes permits if that many become available within wait (0: one attempt). It reports false when the
 // wait ran out, and returns ctx's error when ctx ended first.
 func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Duration) (bool, error) {
-	if err := famWaitArg("Semaphore.TryAcquire", wait); err != nil {
-		return false, err
+	if wait < 0 {
+		return false, waitError("Semaphore.TryAcquire", wait)
 	}
 	w, fut := s.acquire(ctx, "Semaphore.TryAcquire", permits, wait, false)
 	_, err := waitSync(ctx, w, fut)
-	return famTried(err)
+	return tried(err)
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
 func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.Duration) *future.Future[bool] {
-	if err := famWaitArg("Semaphore.TryAcquireAsync", wait); err != nil {
-		return future.Completed(false, err)
+	if wait < 0 {
+		return future.Completed(false, waitError("Semaphore.TryAcquireAsync", wait))
 	}
 	_, fut := s.acquire(ctx, "Semaphore.TryAcquireAsync", permits, wait, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return famTried(err) })
-}
-
-// famTried maps the outcome of a Try call to (acquired, error): running out of wait is false, not an error.
-func famTried(err error) (bool, error) {
-	if errors.Is(err, ErrNotAcquired) {
-		return false, nil
-	}
-	return err == nil, err
+	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
 }
 
 // Release returns permits and wakes the waiters they can satisfy. Anyone may release, also permits it did not
@@ -125,23 +114,23 @@ func (s *Semaphore) Release(ctx context.Context, permits int) error {
 
 // ReleaseAsync is the asynchronous form of Release.
 func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Future[struct{}] {
-	if err := famCheck(s.f.c, "Semaphore.Release", s.name); err != nil {
+	if err := s.c.check("Semaphore.Release", s.name); err != nil {
 		return future.Completed(struct{}{}, err)
 	}
-	if err := famPermitsArg("Semaphore.Release", permits); err != nil {
-		return future.Completed(struct{}{}, err)
+	if permits <= 0 {
+		return future.Completed(struct{}{}, permitsError("Semaphore.Release", int64(permits)))
 	}
-	return future.Then(s.f.callOnce(ctx, semReleaseScript, s.keys, strconv.Itoa(permits)),
+	return future.Then(s.c.callOnce(ctx, conn.Cmd{Script: semReleaseScript, Keys: s.keys, Args: []string{strconv.Itoa(permits)}}),
 		func(_ resp.Value, err error) (struct{}, error) { return struct{}{}, err })
 }
 
 // AvailablePermits returns the number of permits available now (0 when the semaphore was never set). It blocks
 // until the server answers or ctx ends.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := famCheck(s.f.c, "Semaphore.AvailablePermits", s.name); err != nil {
+	if err := s.c.check("Semaphore.AvailablePermits", s.name); err != nil {
 		return 0, err
 	}
-	return famInt(s.f.call(ctx, nil, nil, "GET", s.name).Get(ctx))
+	return intReply(s.c.call(ctx, conn.Cmd{Args: []string{"GET", s.name}}).Get(ctx))
 }
 
 // TrySetPermits sets the number of permits if the semaphore was never set, and reports whether it did; waiters
@@ -153,7 +142,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error
 // TrySetPermitsTTL is TrySetPermits with a time to live for the semaphore (0: none), as Redisson's
 // trySetPermits(permits, timeToLive).
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
-	if err := famCheck(s.f.c, "Semaphore.TrySetPermits", s.name); err != nil {
+	if err := s.c.check("Semaphore.TrySetPermits", s.name); err != nil {
 		return false, err
 	}
 	if permits < 0 {
@@ -162,7 +151,8 @@ func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.
 	if ttl < 0 || (ttl > 0 && ttl < time.Millisecond) {
 		return false, &ArgumentError{Op: "Semaphore.TrySetPermits", Arg: "ttl", Value: ttl.String(), Reason: "must be at least 1ms, or 0 for none"}
 	}
-	n, err := famInt(s.f.call(ctx, semTrySetScript, s.keys, strconv.Itoa(permits), famMillis(ttl)).Get(ctx))
+	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: semTrySetScript, Keys: s.keys,
+		Args: []string{strconv.Itoa(permits), millis(ttl)}}).Get(ctx))
 	return n == 1, err
 }
 
@@ -170,20 +160,20 @@ func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.
 // bring it back) and returns the number available afterwards. permits must not be zero. It is not resent after an
 // ambiguous transport failure. It blocks until the server answers or ctx ends.
 func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
-	if err := famCheck(s.f.c, "Semaphore.AddPermits", s.name); err != nil {
+	if err := s.c.check("Semaphore.AddPermits", s.name); err != nil {
 		return 0, err
 	}
 	if permits == 0 {
 		return 0, &ArgumentError{Op: "Semaphore.AddPermits", Arg: "permits", Value: "0", Reason: "must not be zero"}
 	}
-	return famInt(s.f.callOnce(ctx, semAddScript, s.keys, strconv.Itoa(permits)).Get(ctx))
+	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: semAddScript, Keys: s.keys, Args: []string{strconv.Itoa(permits)}}).Get(ctx))
 }
 
 // DrainPermits takes every available permit and returns how many it took. It blocks until the server answers or
 // ctx ends.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
-	if err := famCheck(s.f.c, "Semaphore.DrainPermits", s.name); err != nil {
+	if err := s.c.check("Semaphore.DrainPermits", s.name); err != nil {
 		return 0, err
 	}
-	return famInt(s.f.callOnce(ctx, semDrainScript, s.keys[:1]).Get(ctx))
+	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: semDrainScript, Keys: s.keys[:1]}).Get(ctx))
 }

@@ -10,83 +10,26 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
-	"github.com/locksmith-go/locksmith/timer"
 )
 
-// Unlock releases one hold of the lock by the owner that held carries (the context an acquire returned, or one
-// made with WithOwner). When it was the last hold, the lock is deleted and the unlock message published — or, when
-// a waiter of this client is queued for the lock, the lock goes straight to that waiter in the same round trip —
-// and held is cancelled with cause ErrReleased.
-//
-// The renewal stops at the start of the call, so no renewal outlives an Unlock. Unlock waits for the server's
-// answer, bounded by the transport's response timeout and RetryAttempts retries (a release is safe to retry: see
-// the package documentation); held's cancellation does not cut it short. It returns ErrNotHeld when the owner does
-// not hold the lock (another owner does, or it expired or was force-unlocked: the held context then also has
-// cause ErrLockLost), ErrClosed, an *ArgumentError, or a transport error. Safe for concurrent use.
-func (l *Lock) Unlock(held context.Context) error {
-	_, err := l.UnlockAsync(held).Get(background)
-	return err
-}
+// Releasing a hold, for every kind of lock. A release is conditional on the hold count this client knows the owner
+// has (see the package documentation, "Release and retries"), so it is safe to send again after an ambiguous
+// failure. Every kind's release script answers alike: nil = the owner does not hold the lock; 0 = one hold
+// released, others remain; 1 = the last hold released; -n = the owner holds n, not the count expected, nothing
+// changed.
 
-// UnlockAsync is the asynchronous form of Unlock. The renewal is cancelled before it returns.
-func (l *Lock) UnlockAsync(held context.Context) *future.Future[struct{}] {
-	c := l.c
-	if l.name == "" {
-		return future.Completed(struct{}{}, nameError("Unlock"))
-	}
-	if c.closed.Load() {
-		return future.Completed(struct{}{}, ErrClosed)
-	}
-	own, err := c.resolveOwner(held, "Unlock", false)
-	if err != nil {
-		return future.Completed(struct{}{}, err)
-	}
-	if own.id == "" {
-		return future.Completed(struct{}{}, ErrNotHeld)
-	}
-	return c.unlock(l.keys, l.sh, own.id)
-}
-
-// unlockHeld releases one hold of a lock granted to a call whose caller will never see it (the call was abandoned
-// while the grant was in flight). Errors are logged.
-func (c *Client) unlockHeld(held context.Context) {
-	h, ok := held.Value(ownerKey{}).(*hold)
-	if !ok || c.closed.Load() {
-		return
-	}
-	c.unlock([]string{h.name, channelName(h.name)}, c.shard(h.name), h.owner).OnComplete(func(_ struct{}, err error) {
-		if err != nil && !errors.Is(err, ErrClosed) {
-			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
-				"lock", h.name, "owner", h.owner, "err", err)
-		}
-	})
-}
-
-// releaseOrphan releases count holds granted to w's owner that no hold records (the client closed meanwhile, the
-// timer refused the hold's timeout, or a fresh owner's attempt failed ambiguously). Errors are logged.
-func (c *Client) releaseOrphan(w *waiter, count int64) {
-	if c.closed.Load() {
-		return
-	}
-	c.conn.Eval(background, releaseScript, w.lk.keys, w.own.id, strconv.FormatInt(count, 10), w.leaseArg,
-		unlockMessage).OnComplete(func(_ resp.Value, err error) {
-		if err != nil {
-			c.log.Warn("rlock: releasing an orphaned grant failed; it ends with its lease",
-				"lock", w.lk.name, "owner", w.own.id, "err", err)
-		}
-	})
-}
-
-// unlockOp is one Unlock in progress. Its future is the caller's; acquirers of the same owner wait on it while the
-// last hold is being released (see Client.start).
+// unlockOp is one release of one hold of (kind, name, owner) in progress. Its future is the caller's; acquirers of
+// the same owner wait on it while the last hold is being released (see lockCall.start).
 type unlockOp struct {
-	p    future.Promise[struct{}]
-	c    *Client
-	keys []string
-	sh   *shard
-	own  string
-	h    *hold   // the local hold, nil when this client records none for the owner
-	next *waiter // hand-off target (state wGranting), or nil
+	p     future.Promise[struct{}]
+	c     *Client
+	sh    *shard
+	kind  holdKind
+	name  string
+	owner string
+	keys  []string  // the release script's keys (the plain lock: the handle's {name, channel}, shared)
+	h     *hold     // the local hold, nil when this client records none for the owner
+	next  *lockCall // hand-off target (state wGranting), or nil
 
 	expect   int64  // hold count the owner is expected to have; 0: unknown (no local hold)
 	lease    string // lease re-armed by a partial release
@@ -97,11 +40,15 @@ type unlockOp struct {
 	sentAt   time.Duration
 }
 
-// unlock starts the release of one hold of (keys[0], own).
-func (c *Client) unlock(keys []string, sh *shard, own string) *future.Future[struct{}] {
-	op := &unlockOp{c: c, keys: keys, sh: sh, own: own}
+// unlock starts the release of one hold of kind of the lock name by owner. keys are the release script's keys,
+// or nil to derive them from the kind. It does not block.
+func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string) *future.Future[struct{}] {
+	if keys == nil {
+		keys = c.releaseKeys(kind, name, owner)
+	}
+	op := &unlockOp{c: c, sh: sh, kind: kind, name: name, owner: owner, keys: keys}
 	sh.mu.Lock()
-	h := sh.holds[holdKey{keys[0], own}]
+	h := sh.holds[holdKey{name, kind.field(owner)}]
 	switch {
 	case h == nil || h.state != holdHeld:
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
@@ -115,13 +62,74 @@ func (c *Client) unlock(keys []string, sh *shard, own string) *future.Future[str
 		h.state = holdReleasing
 		h.stopTimerLocked()
 		h.release = op
-		if q := sh.queues[keys[0]]; q != nil {
-			op.next = q.takeForHandoffLocked()
+		if kind == kindPlain {
+			if q := sh.queues[keys[1]]; q != nil {
+				op.next = q.takeForHandoffLocked()
+			}
 		}
 	}
 	sh.mu.Unlock()
 	op.send()
 	return op.p.Future()
+}
+
+// unlockHeld releases one hold through a held context, for a grant whose caller will never see it (the call was
+// abandoned while the grant was in flight). Errors are logged.
+func (c *Client) unlockHeld(held context.Context) {
+	h, ok := held.Value(ownerKey{}).(*hold)
+	if !ok || c.closed.Load() {
+		return
+	}
+	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner).OnComplete(func(_ struct{}, err error) {
+		if err != nil && !errors.Is(err, ErrClosed) {
+			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
+				"lock", h.name, "owner", h.owner, "err", err)
+		}
+	})
+}
+
+// releaseOrphan releases count holds of kind granted to owner that no hold records (the client closed meanwhile,
+// the timer refused the hold's timeout, or a fresh owner's attempt failed ambiguously). Errors are logged.
+func (c *Client) releaseOrphan(kind holdKind, name, owner string, count int64) {
+	if c.closed.Load() {
+		return
+	}
+	s, keys, args := c.releaseCmd(kind, name, c.releaseKeys(kind, name, owner), owner, count, c.cfg.watchdogMillis)
+	c.conn.Eval(background, s, keys, args...).OnComplete(func(_ resp.Value, err error) {
+		if err != nil {
+			c.log.Warn("rlock: releasing an orphaned grant failed; it ends with its lease",
+				"lock", name, "owner", owner, "err", err)
+		}
+	})
+}
+
+// releaseKeys returns the keys of kind's release script for the lock name (and owner: a read hold's keys).
+func (c *Client) releaseKeys(kind holdKind, name, owner string) []string {
+	switch kind {
+	case kindFair:
+		return fairKeys(name)
+	case kindRead:
+		return []string{name, prefixName(rwChannelPrefix, name), rwHoldPrefix(name, owner), hashTag(name)}
+	case kindWrite:
+		return []string{name, prefixName(rwChannelPrefix, name)}
+	}
+	return []string{name, channelName(name)}
+}
+
+// releaseCmd builds kind's release of one hold of owner, expecting expect holds (0: any), re-arming lease (in
+// milliseconds) while holds remain.
+func (c *Client) releaseCmd(kind holdKind, name string, keys []string, owner string, expect int64,
+	lease string) (*conn.Script, []string, []string) {
+	exp := strconv.FormatInt(expect, 10) // small counts come from strconv's static table: no allocation
+	switch kind {
+	case kindFair:
+		return fairReleaseScript, keys, []string{owner, exp, lease, unlockMessage}
+	case kindRead:
+		return rwReadReleaseScript, keys, []string{owner, exp, unlockMessage}
+	case kindWrite:
+		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage}
+	}
+	return releaseScript, keys, []string{owner, exp, lease, unlockMessage}
 }
 
 // leaseArg formats a lease for a script, without allocating for the watchdog timeout.
@@ -135,13 +143,19 @@ func (c *Client) leaseArg(d time.Duration) string {
 func (op *unlockOp) send() {
 	c := op.c
 	op.sentAt = c.now()
-	exp := strconv.FormatInt(op.expect, 10) // small counts come from strconv's static table: no allocation
-	if op.next != nil {
-		c.conn.Eval(background, handoffScript, op.keys, op.own, exp, op.lease, unlockMessage, op.next.own.id,
-			op.next.leaseArg).OnComplete(op.onHandoff)
+	if op.kind == kindPlain {
+		// The lock's hot path, written out so that the arguments stay on the stack.
+		exp := strconv.FormatInt(op.expect, 10)
+		if op.next != nil {
+			c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease, unlockMessage, op.next.own.id,
+				op.next.leaseArg).OnComplete(op.onHandoff)
+			return
+		}
+		c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease, unlockMessage).OnComplete(op.onRelease)
 		return
 	}
-	c.conn.Eval(background, releaseScript, op.keys, op.own, exp, op.lease, unlockMessage).OnComplete(op.onRelease)
+	s, keys, args := c.releaseCmd(op.kind, op.name, op.keys, op.owner, op.expect, op.lease)
+	c.conn.Eval(background, s, keys, args...).OnComplete(op.onRelease)
 }
 
 // retry resends the release after a transport failure when that is safe: always when it was never sent, and after
@@ -160,11 +174,16 @@ func (op *unlockOp) retry(err error) bool {
 	if ambiguous {
 		op.retried = true
 	}
-	_, terr := c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) { op.send() }), c.cfg.RetryDelay)
-	return terr == nil
+	return c.after(c.cfg.RetryDelay, func(closed bool) {
+		if closed {
+			op.finish(false, ErrClosed)
+			return
+		}
+		op.send()
+	})
 }
 
-// releaseOutcome interprets a releaseSrc reply (or a hand-off's first element): released (the last hold went),
+// releaseOutcome interprets a release reply (or a hand-off's first element): released (the last hold went),
 // err (ErrNotHeld), or resend (the expected count was corrected from the server's: send again).
 func (op *unlockOp) releaseOutcome(v resp.Value) (released bool, err error, resend bool) {
 	switch {
@@ -220,19 +239,19 @@ func (op *unlockOp) onHandoff(v resp.Value, err error) {
 		}
 		err = op.c.mapErr(err)
 		op.finish(false, err)
-		next.onResult(acqResult{err: err}, true)
+		next.settle(outcome{err: err}, true)
 		return
 	}
 	released, rerr, resend := op.releaseOutcome(v.Elems[0])
 	if resend {
 		// Nothing was done: release the corrected count the ordinary way; the waiter goes back to waiting.
 		op.next = nil
-		next.onResult(acqResult{skipped: true}, true)
+		next.settle(outcome{bound: next.lease}, true)
 		op.send()
 		return
 	}
 	op.finish(released, rerr)
-	next.onResult(parseAcquire(v.Elems[1], nil), true)
+	next.settle(handoffGrant(v.Elems[1], next.lease), true)
 }
 
 // finish records the outcome locally, cancels the held context of a last hold, and completes the caller's future.
@@ -245,8 +264,8 @@ func (op *unlockOp) finish(released bool, err error) {
 		case op.final:
 			h.state = holdGone
 			h.release = nil
-			if sh.holds[holdKey{h.name, h.owner}] == h {
-				delete(sh.holds, holdKey{h.name, h.owner})
+			if k := h.key(); sh.holds[k] == h {
+				delete(sh.holds, k)
 			}
 			cause = ErrReleased
 			if errors.Is(err, ErrNotHeld) {
@@ -254,7 +273,9 @@ func (op *unlockOp) finish(released bool, err error) {
 			}
 		case h.state != holdHeld:
 		case err == nil:
-			h.deadline = op.sentAt + h.lease // a partial release re-arms the lease
+			if !h.kind.rwLayout() {
+				h.deadline = op.sentAt + h.lease // the plain layout's partial release re-arms the lease
+			}
 		case errors.Is(err, ErrNotHeld):
 			c.dropLocked(sh, h)
 			lostCause = ErrLockLost

@@ -7,290 +7,405 @@ import (
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
-	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// waiterState is the life cycle of one acquire call. Legal transitions, under the shard mutex:
+// The waiting engine. Every call of the package that may have to wait — acquiring any lock, taking semaphore
+// permits, awaiting a latch, taking rate-limiter permits — is a waiter: a struct driven by its attempt replies,
+// pub/sub messages on its object's channel, and one timeout on the client's timer. No goroutine waits, no loop
+// polls. The typed side of a call (what it sends, what a grant is: lockCall for locks, permitCall for the rest)
+// embeds the waiter; what differs between objects is a wake rule and a few flags, not the engine:
 //
-//	wNew        -> wAttempting  the first attempt is sent (or it waits for a release of the same owner first)
+//  1. The call sends an attempt. Granted: done. A new call queues behind this client's waiters for the object
+//     instead of attempting first when its object forbids barging (the exclusive locks).
+//  2. Refused: the call joins its channel's queue (queue.go); the first waiter of a channel subscribes to it. The
+//     head of the queue does not attempt again before the subscription is confirmed, so that a release published
+//     in between is not missed (Redisson #1763).
+//  3. It then waits, idle, for a wake-up: a message on the channel wakes waiters by the object's rule (the head for
+//     a lock; as many as the published permits cover for a semaphore; everyone for a latch or a write unlock), and
+//     a waiter woken while its attempt is in flight attempts again at once.
+//  4. Every wait is bounded on the timer: the head of a queue attempts again at the latest when the bound its last
+//     refusal gave has passed — the holder's remaining lease for a lock, the time until a permit's lease ends, and
+//     recheckBound (a second) for what has no lease to wait for (a key without expiry, a semaphore, a latch) — so a
+//     lost message costs at most that. The others wait for the head to go: when it leaves, the next head attempts
+//     at once, or, when the head was just granted an exclusive lock, waits for its release bounded by its lease.
+//     A call without a channel (rate limiters) is woken by its own bound alone.
+//  5. A call whose context ends, or whose wait runs out — also while an attempt is in flight — leaves at once; if
+//     the server granted it in flight, the grant is given back (the lock released, the permits returned).
+//  6. The last waiter to leave a channel closes the subscription.
+
+// waitState is the life cycle of a waiter. Legal transitions, under the shard mutex of its object:
+//
+//	wNew        -> wAttempting  the first attempt is sent (a lock call may first wait for a release of its owner)
 //	wNew        -> wIdle        it joined the tail of a queue with waiters (no barging)
-//	wAttempting -> wIdle        refused: queued (or stays queued), waiting for a release or its TTL bound
-//	wIdle       -> wAttempting  woken as head: unlock message, TTL bound, subscription confirmed
-//	wIdle       -> wGranting    an Unlock of this client hands it the lock
+//	wAttempting -> wIdle        refused: queued (or stays queued), waiting for a wake-up or its bound
+//	wIdle       -> wAttempting  woken: a message, its bound, the subscription confirmed, the head before it left
+//	wIdle       -> wGranting    an Unlock of this client hands it the lock (plain locks)
 //	wGranting   -> wIdle        the hand-off could not grant it
 //	any         -> wDone        granted, failed, or left (context ended, wait ran out, Close)
-type waiterState uint8
+type waitState uint8
 
 const (
-	wNew waiterState = iota
+	wNew waitState = iota
 	wIdle
 	wAttempting
 	wGranting
 	wDone
 )
 
-// waiter is one acquire call in progress: Lock, LockLease or TryLock, sync or async. It is driven entirely by
-// callbacks (attempt replies, unlock messages, its timeout), so an async acquire holds no goroutine while it waits.
-// The caller's future lives inside it: one allocation per acquire call.
+// recheckBound bounds a wait that nothing else bounds: a lock key without expiry (PTTL -1: written by something
+// else than a lock client), a semaphore or latch (no lease to wait for), a queue whose subscription is not
+// confirmed yet. The head of such a queue attempts again this often; nobody else does.
+const recheckBound = time.Second
+
+// waitCall is the typed side of a waiter: what it sends and what a grant means for it.
+type waitCall interface {
+	// send sends one attempt (the waiter is wAttempting); its reply must reach settle. Called without the shard
+	// mutex.
+	send()
+	// grantLocked records a grant before the call completes (a lock: its hold, so that the renewal is registered
+	// first). An error turns the grant into a failure, and the grant is given back. Called with the shard mutex.
+	grantLocked(o *outcome) error
+	// succeed completes the call with its grant; when the caller's future failed meanwhile (context, wait), the
+	// grant is given back instead. Called without the shard mutex.
+	succeed(o outcome)
+	// fail completes the call with err and reports whether it did (false: it was complete already).
+	fail(err error) bool
+	// undo gives back a grant that no caller will see: it could not be recorded, or it arrived after Close.
+	undo(o outcome)
+	// giveBackResult gives back what the call completed with, for a blocking caller that stopped waiting and will
+	// never see it.
+	giveBackResult()
+	// left tells the server that the call gave up without a grant (the fair lock's queue); most calls do nothing.
+	left()
+	// lostInFlight reacts to an attempt that failed after it may have run on the server (conn.ErrConnLost).
+	lostInFlight()
+}
+
+// outcome is the decoded answer to one attempt (or to the grant half of a hand-off).
+type outcome struct {
+	granted bool
+	count   int64         // locks: the owner's hold count after the grant
+	token   int64         // fenced locks: the grant's token
+	bound   time.Duration // refused: the longest the wait should last before the next attempt (> 0)
+	// hopeless: refused, and bound is the earliest moment it could succeed (nothing else can make it succeed
+	// sooner): a call whose wait ends before then gives up at once instead of waiting for a known failure.
+	hopeless bool
+	handoff  bool // granted by a hand-off from a releasing holder of this client
+	err      error
+}
+
+// waiter is the engine's part of one call in progress. The typed side embeds it, so a call is one allocation.
 type waiter struct {
-	p  future.Promise[context.Context]
-	c  *Client
-	lk *Lock
-	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
-	// context (for its values) when the lock is granted. Its cancellation is watched by the caller's Get (sync
-	// calls) or by context.AfterFunc (async calls), never by this struct.
-	ctx      context.Context
-	own      owner
-	lease    time.Duration
-	leaseArg string
-	watchdog bool
-	noWait   bool          // TryLock with wait 0: one attempt
-	start    time.Duration // on c.now()
-	deadline time.Duration // on c.now(); 0 = wait as long as the context allows
-	stopCtx  func() bool   // stops the AfterFunc of an async call; set before the waiter is shared
+	c         *Client
+	sh        *shard
+	call      waitCall
+	key       string        // its queue: the channel it is woken on; "" = woken by its timer alone
+	rule      wakeRule      // how a message on the channel wakes waiters
+	need      int64         // permits the call takes (wakePermits), 1 otherwise
+	lease     time.Duration // locks: the lease a grant gives (the next head's bound while the lock is held)
+	startAt   time.Duration // on c.now(): when the call began
+	deadline  time.Duration // on c.now(); 0 = wait as long as the context allows
+	noWait    bool          // one attempt (a Try with wait 0)
+	exclusive bool          // a grant excludes the next waiter (exclusive locks), which then waits for a release
+	queueNew  bool          // a new call queues behind this client's waiters instead of attempting first
+	resend    bool          // an attempt that may have run (conn.ErrConnLost) may be sent again: it is read-only
+	handoff   bool          // an Unlock of the plain lock may hand the lock straight to this call
+	stopCtx   func() bool   // stops the AfterFunc of an async call; set before the waiter is shared
 
 	// Guarded by the shard mutex.
-	state      waiterState
+	state      waitState
+	again      bool  // woken while an attempt was in flight: attempt again at once when it is refused
 	abandoned  error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
 	q          *queue
 	prev, next *waiter
 	tm         *timer.Timeout
+	tmAt       time.Duration // when tm fires, on c.now()
 	sentAt     time.Duration // when the attempt or hand-off in flight was sent
 	retries    int
 }
 
-// acqResult is the decoded outcome of an acquire attempt or of the grant half of a hand-off.
-type acqResult struct {
-	granted bool
-	count   int64         // hold count after the grant
-	ttl     time.Duration // refused: the holder's remaining lease (-1 ms: no expiry)
-	err     error
-	skipped bool // hand-off only: the releasing owner still holds the lock, no grant was tried
-}
-
-// parseAcquire decodes an acquireSrc reply (or a hand-off's grant element).
-func parseAcquire(v resp.Value, err error) acqResult {
-	if err != nil {
-		return acqResult{err: err}
-	}
+// init prepares a waiter for a call starting now. wait < 0 waits as long as the context allows; 0 makes one
+// attempt.
+func (w *waiter) init(c *Client, sh *shard, call waitCall, wait time.Duration) {
+	w.c, w.sh, w.call = c, sh, call
+	w.need = max(w.need, 1)
+	w.startAt = c.now()
 	switch {
-	case v.Type == resp.BulkString && !v.Null:
-		n, err := v.AsInt64()
-		return acqResult{granted: err == nil, count: n, err: err}
-	case v.Type == resp.Integer:
-		return acqResult{ttl: time.Duration(v.Int) * time.Millisecond}
-	case v.Null:
-		return acqResult{skipped: true}
+	case wait == 0:
+		w.noWait = true
+	case wait > 0:
+		w.deadline = w.startAt + wait
 	}
-	return acqResult{err: &resp.TypeError{Want: "hold count or PTTL", Got: v.Type}}
 }
 
-// beginAttemptLocked marks w as attempting; the caller sends the attempt after releasing the shard mutex.
+// watch makes the call end when ctx ends: an async call's. It registers with context.AfterFunc: a registration,
+// no goroutine, for standard contexts (the callback gets a goroutine only when ctx actually ends). Called before
+// the waiter is shared, so the field is never written concurrently. A blocking call's Get watches ctx instead.
+func (w *waiter) watch(ctx context.Context) {
+	if ctx.Done() != nil {
+		w.stopCtx = context.AfterFunc(ctx, func() { w.abandon(ctx.Err(), false) })
+	}
+}
+
+func (w *waiter) stopWatch() {
+	if w.stopCtx != nil {
+		w.stopCtx()
+	}
+}
+
+// startLocked begins a new call: it queues it behind this client's waiters for the same channel when its object
+// forbids barging (and reports false), or marks it attempting (and reports true: the caller sends the attempt
+// after releasing the shard mutex). barge lets a call attempt whatever the rule (a lock's re-entry, which would
+// otherwise wait for its own owner).
+func (w *waiter) startLocked(barge bool) bool {
+	if w.queueNew && !barge && !w.noWait {
+		if q := w.sh.queues[w.key]; q != nil && q.n > 0 {
+			w.c.joinLocked(w)
+			w.state = wIdle
+			w.armLocked(0)
+			return false
+		}
+	}
+	w.beginAttemptLocked()
+	return true
+}
+
+// beginAttemptLocked marks w as attempting; the caller sends the attempt after releasing the shard mutex. The
+// timer keeps only the wait's deadline, which bounds the call also while the attempt is in flight.
 func (w *waiter) beginAttemptLocked() {
-	w.stopTimerLocked()
 	w.state = wAttempting
 	w.sentAt = w.c.now()
+	w.armLocked(0)
 }
 
-// sendAttempt sends one acquire attempt for w (state wAttempting). Called without the shard mutex.
-func (w *waiter) sendAttempt() {
-	w.c.conn.Eval(background, acquireScript, w.lk.keys[:1], w.leaseArg, w.own.id).OnComplete(w.onAttempt)
-}
-
-func (w *waiter) onAttempt(v resp.Value, err error) { w.onResult(parseAcquire(v, err), false) }
-
-// onResult applies the outcome of w's attempt (or of a hand-off naming it). It runs on the event loop that
-// received the reply, or on the timer's worker for a retry.
-func (w *waiter) onResult(r acqResult, handoff bool) {
-	c, sh := w.c, w.lk.sh
+// settle applies the outcome of w's attempt, or of a hand-off naming it. It runs on the event loop that received
+// the reply, or on the timer's worker.
+func (w *waiter) settle(o outcome, handoff bool) {
+	c, sh := w.c, w.sh
 	sh.mu.Lock()
 	if w.state != wAttempting && w.state != wGranting {
 		// Close took it away while the command was in flight.
 		sh.mu.Unlock()
-		if r.granted {
-			c.releaseOrphan(w, r.count)
+		if o.granted {
+			w.call.undo(o)
 		}
 		return
 	}
-	if r.err != nil {
-		if w.retryLocked(r.err, handoff) {
+	if o.err != nil {
+		if w.retryLocked(o.err, handoff) {
 			sh.mu.Unlock()
 			return
 		}
-		act := w.finishLocked(0)
-		failWith := r.err
+		act := w.leaveLocked(false)
+		failWith := o.err
 		if w.abandoned != nil {
 			failWith = w.abandoned
 		}
 		sh.mu.Unlock()
 		act.run()
-		w.fail(failWith)
-		if errors.Is(r.err, conn.ErrConnLost) && w.own.fresh {
-			// The attempt may have been granted with nobody to know it. The owner id was made for this call, so
-			// a hold under it can only be that grant: release it rather than leave it for the lease to end.
-			c.releaseOrphan(w, 1)
+		w.call.left()
+		w.call.fail(c.mapErr(failWith))
+		if errors.Is(o.err, conn.ErrConnLost) {
+			w.call.lostInFlight()
 		}
 		return
 	}
-	if r.granted {
-		h, herr := c.grantLocked(w, r.count, handoff)
-		var act headAction
-		if herr == nil {
-			act = w.finishLocked(w.lease)
-		} else {
-			act = w.finishLocked(0)
-		}
+	if o.granted {
+		err := w.call.grantLocked(&o)
+		act := w.leaveLocked(err == nil)
 		sh.mu.Unlock()
 		act.run()
-		if herr != nil {
-			w.fail(herr)
-			c.releaseOrphan(w, r.count)
+		if err != nil {
+			w.call.fail(err)
+			w.call.undo(o)
 			return
 		}
-		w.succeed(h, handoff)
+		w.call.succeed(o)
 		return
 	}
 
 	// Refused (or a hand-off that did not get to grant).
-	if w.abandoned != nil || w.noWait || (w.deadline != 0 && c.now() >= w.deadline) {
-		act := w.finishLocked(0)
+	now := c.now()
+	if w.abandoned != nil || w.noWait ||
+		(w.deadline != 0 && (now >= w.deadline || (o.hopeless && now+o.bound > w.deadline))) {
+		act := w.leaveLocked(false)
 		failWith := error(ErrNotAcquired)
 		if w.abandoned != nil {
 			failWith = w.abandoned
 		}
 		sh.mu.Unlock()
 		act.run()
-		w.fail(failWith)
+		w.call.left()
+		w.call.fail(failWith) // no effect when abandoned: the future failed already
 		return
 	}
 	w.retries = 0
-	var subscribe bool
-	q := w.q
-	if q == nil {
-		q, subscribe = c.enqueueLocked(w)
-	}
 	w.state = wIdle
-	bound := r.ttl
-	if r.skipped {
-		bound = w.lease // the releasing owner still holds it: its release will hand off or publish
+	q, joined, subscribe := w.q, false, false
+	if q == nil {
+		q, subscribe = c.joinLocked(w)
+		joined = true
 	}
-	var retry bool
-	if q.head == w && q.subscribed && q.wake {
-		q.wake = false
+	attempt := false
+	switch {
+	case q.key == "":
+		w.armLocked(o.bound) // woken by its bound alone
+	case !q.subscribed:
+		// Wait for the subscription's confirmation, which wakes the head; bounded meanwhile.
+		if q.head == w {
+			w.armLocked(o.bound)
+		} else {
+			w.armLocked(0)
+		}
+	case w.again:
+		attempt = true
+	case joined && w.rule != wakeOne:
+		// A wake-up published between the refusal and the join reached the others, not this call: look again
+		// now that it cannot be missed any more. (A lock's new waiter need not: the head acts for it.)
+		attempt = true
+	case q.head == w:
+		w.armLocked(o.bound)
+	default:
+		w.armLocked(0) // its deadline only: the head's progress moves it
+	}
+	if attempt {
+		w.again = false
 		w.beginAttemptLocked()
-		retry = true
-	} else if q.head == w {
-		w.armLocked(bound)
-	} else {
-		w.armLocked(0)
 	}
 	sh.mu.Unlock()
 	if subscribe {
 		c.subscribe(q)
 	}
-	if retry {
-		w.sendAttempt()
+	if attempt {
+		w.call.send()
 	}
 }
 
-// retryLocked schedules a resend of w's failed command when that is safe: an attempt never sent (ErrUnavailable)
-// is resent as it is; an attempt that may have run is not (a second grant would count twice), and a hand-off that
-// failed is left to the releasing side, which retries it.
+// retryLocked schedules a resend of w's failed attempt when that is safe: an attempt never sent (ErrUnavailable)
+// is resent as it is, and so is a read-only one that may have run (ErrConnLost); an attempt that may have taken
+// something is not (a second grant would count twice), and a hand-off that failed is left to the releasing side,
+// which retries it.
 func (w *waiter) retryLocked(err error, handoff bool) bool {
-	if handoff || !errors.Is(err, conn.ErrUnavailable) || w.retries >= w.c.cfg.RetryAttempts || w.abandoned != nil {
+	c := w.c
+	safe := errors.Is(err, conn.ErrUnavailable) || (w.resend && errors.Is(err, conn.ErrConnLost))
+	if handoff || !safe || w.retries >= c.cfg.RetryAttempts || w.abandoned != nil {
 		return false
 	}
 	w.retries++
-	tm, terr := w.c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) {
-		w.lk.sh.mu.Lock()
+	return c.after(c.cfg.RetryDelay, func(closed bool) {
+		if closed {
+			w.settle(outcome{err: ErrClosed}, false)
+			return
+		}
+		w.sh.mu.Lock()
 		ok := w.state == wAttempting
 		if ok {
-			w.sentAt = w.c.now()
+			w.sentAt = c.now()
 		}
-		w.lk.sh.mu.Unlock()
+		w.sh.mu.Unlock()
 		if ok {
-			w.sendAttempt()
+			w.call.send()
 		}
-	}), w.c.cfg.RetryDelay)
-	return terr == nil && tm != nil
+	})
 }
 
-// headAction is what must follow a waiter's departure from a queue, once the shard mutex is released.
-type headAction struct {
-	head    *waiter // the new head, if any
-	attempt *waiter // the new head, when it should retry now (state wAttempting)
-	empty   *queue  // the queue emptied: close its subscription
+// leaveAction is what must follow a waiter's departure from a queue, once the shard mutex is released.
+type leaveAction struct {
+	empty    *queue  // the queue emptied: close its subscription
+	attempt  *waiter // the new head, to attempt now (state wAttempting)
+	attempt2 *waiter // a waiter an unused wake-up was passed to (state wAttempting)
 }
 
-func (a headAction) run() {
+func (a leaveAction) run() {
 	if a.empty != nil {
 		a.empty.closeSubscription()
 	}
 	if a.attempt != nil {
-		a.attempt.sendAttempt()
+		a.attempt.call.send()
+	}
+	if a.attempt2 != nil {
+		a.attempt2.call.send()
 	}
 }
 
-// finishLocked marks w done and takes it out of its queue. When w was the head, the next waiter becomes head.
-// holderLease > 0 says the lock was just granted to w: the new head then waits for its release (a hand-off or a
-// message), bounded by that lease in case the holder vanishes. Otherwise the new head retries at once.
-func (w *waiter) finishLocked(holderLease time.Duration) headAction {
+// leaveLocked marks w done and takes it out of its queue. When w was the head, the next waiter becomes head: if w
+// was granted an exclusive lock, the new head waits for its release (a hand-off or a message), bounded by w's lease
+// in case the holder vanishes; otherwise it attempts at once (once the subscription is confirmed). A wake-up w
+// received but did not use goes to the next idle waiter.
+func (w *waiter) leaveLocked(granted bool) leaveAction {
 	w.state = wDone
 	w.stopTimerLocked()
+	passWake := w.again && !granted
+	w.again = false
 	q := w.q
 	if q == nil {
-		return headAction{}
+		return leaveAction{}
 	}
+	after := w.next
 	empty, wasHead := q.leaveLocked(w)
 	if empty != nil {
-		return headAction{empty: empty}
+		return leaveAction{empty: empty}
 	}
-	if !wasHead {
-		return headAction{}
+	var act leaveAction
+	if wasHead && q.head != nil {
+		nh := q.head
+		switch {
+		case nh.state != wIdle || q.key == "":
+			// Busy, or a timer-only waiter, which keeps its own bound.
+		case granted && w.exclusive:
+			nh.armLocked(w.lease)
+		case q.subscribed:
+			nh.again = false
+			nh.beginAttemptLocked()
+			act.attempt = nh
+		default:
+			nh.armLocked(recheckBound)
+		}
+		after = nh
 	}
-	nh := q.head
-	act := headAction{head: nh}
-	if nh.state != wIdle {
-		return act
-	}
-	if holderLease > 0 {
-		q.wake = false
-		nh.armLocked(holderLease)
-	} else if q.subscribed {
-		q.wake = false
-		nh.beginAttemptLocked()
-		act.attempt = nh
+	if passWake && q.subscribed && q.key != "" {
+		for x := after; x != nil; x = x.next {
+			if x == act.attempt {
+				break // woken already
+			}
+			if x.state == wIdle {
+				x.beginAttemptLocked()
+				act.attempt2 = x
+				break
+			}
+			if x.state == wAttempting {
+				x.again = true
+				break
+			}
+		}
 	}
 	return act
 }
 
-// armLocked arms w's timeout: at its wait deadline, or earlier at bound when bound > 0 (the head's TTL bound).
-// A TTL of -1 (a key without expiry) is polled every noTTLRetry, so a waiter never hangs on it.
+// armLocked arms w's timer at its wait deadline, or earlier after bound when bound > 0. With neither, w has no
+// timer (a waiter behind the head of a queue, without deadline: the head's progress moves it).
 func (w *waiter) armLocked(bound time.Duration) {
-	w.stopTimerLocked()
 	now := w.c.now()
-	var d time.Duration = -1
-	if bound != 0 {
-		if bound < 0 {
-			bound = noTTLRetry
-		}
-		d = max(bound, time.Millisecond)
+	at := time.Duration(-1)
+	if bound > 0 {
+		at = now + bound
 	}
-	if w.deadline != 0 && (d < 0 || w.deadline-now < d) {
-		d = max(w.deadline-now, 0)
+	if w.deadline != 0 && (at < 0 || w.deadline < at) {
+		at = w.deadline
 	}
-	if d < 0 {
-		return // no bound, no deadline: woken by messages and hand-offs only (a non-head waiter of Lock)
+	if at < 0 {
+		w.stopTimerLocked()
+		return
 	}
-	if tm, err := w.c.timer.NewTimeout(w, d); err == nil {
-		w.tm = tm
+	if w.tm != nil && w.tmAt == at {
+		return // armed already (the deadline, kept across attempts)
+	}
+	w.stopTimerLocked()
+	if tm, err := w.c.timer.NewTimeout(w, max(at-now, 0)); err == nil {
+		w.tm, w.tmAt = tm, at
 	}
 }
-
-// noTTLRetry is how often the head retries a lock whose key has no expiry (PTTL -1: written by something else
-// than a lock client), since no lease bounds the wait.
-const noTTLRetry = time.Second
 
 func (w *waiter) stopTimerLocked() {
 	if w.tm != nil {
@@ -299,10 +414,10 @@ func (w *waiter) stopTimerLocked() {
 	}
 }
 
-// Run is w's timer task: its wait ran out, or (as head) the TTL of the last refusal passed. It runs on the
-// timer's worker.
+// Run is w's timer task: its wait ran out, or its bound passed (it attempts again). It runs on the timer's
+// worker.
 func (w *waiter) Run(t *timer.Timeout) {
-	sh := w.lk.sh
+	sh := w.sh
 	sh.mu.Lock()
 	if w.tm != t {
 		sh.mu.Unlock()
@@ -314,10 +429,11 @@ func (w *waiter) Run(t *timer.Timeout) {
 		w.abandon(ErrNotAcquired, false)
 		return
 	}
-	if w.state == wIdle && w.q != nil && w.q.head == w {
+	if w.state == wIdle && w.q != nil {
+		w.again = false
 		w.beginAttemptLocked()
 		sh.mu.Unlock()
-		w.sendAttempt()
+		w.call.send()
 		return
 	}
 	w.armLocked(0)
@@ -326,16 +442,17 @@ func (w *waiter) Run(t *timer.Timeout) {
 
 // abandon ends the call with err because its context ended or its wait ran out. The waiter leaves its queue
 // before the future fails, so a caller that sees the error also sees the waiter gone. A command in flight for it
-// finishes the job: a refusal just ends it, a grant is released. If the call already completed with the lock, the
-// lock is released when release is true (a sync call whose caller will never see the held context); otherwise it
+// finishes the job: a refusal just ends it, a grant is given back. If the call already completed with a grant,
+// the grant is given back when release is true (a blocking call whose caller will never see it); otherwise it
 // belongs to whoever holds the future.
 func (w *waiter) abandon(err error, release bool) {
-	sh := w.lk.sh
+	sh := w.sh
 	sh.mu.Lock()
-	var act headAction
+	var act leaveAction
+	idle := w.state == wIdle
 	switch w.state {
 	case wIdle:
-		act = w.finishLocked(0)
+		act = w.leaveLocked(false)
 	case wAttempting, wGranting, wNew:
 		if w.abandoned == nil {
 			w.abandoned = err
@@ -344,58 +461,27 @@ func (w *waiter) abandon(err error, release bool) {
 	}
 	sh.mu.Unlock()
 	act.run()
-	if w.p.Fail(err) {
-		w.stopWatch()
+	if idle {
+		w.call.left()
+	}
+	if w.call.fail(err) || !release {
 		return
 	}
-	if !release {
-		return
-	}
-	// Another completion won. Peek could still see the future pending (the winner publishes its result just
-	// after winning), so wait for the result: it is being stored right now, Get returns at once.
-	if held, ferr := w.p.Future().Get(background); ferr == nil && held != nil {
-		w.c.unlockHeld(held)
-	}
+	w.call.giveBackResult()
 }
 
-// succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
-// or wait ran out while the grant was in flight), the lock granted in flight is released instead.
-func (w *waiter) succeed(h *hold, handoff bool) {
-	ev := AcquiredEvent{Name: w.lk.name, Owner: w.own.id, Wait: w.c.now() - w.start, Reentrant: h.count > 1,
-		HandOff: handoff}
-	if !w.p.Succeed(h.held) {
-		w.c.unlockHeld(h.held)
-		return
+// waitSync completes a blocking call: Get on the call's future, and on an early return (ctx ended) the call is
+// abandoned and a grant that raced with it given back. w is nil when the call failed before it started.
+func waitSync[T any](ctx context.Context, w *waiter, f *future.Future[T]) (T, error) {
+	v, err := f.Get(ctx)
+	if err != nil && w != nil {
+		w.abandon(err, true)
+		if ctx.Err() != nil {
+			var zero T
+			return zero, ctx.Err()
+		}
 	}
-	w.stopWatch()
-	w.c.obs.Acquired(ev)
-}
-
-func (w *waiter) fail(err error) {
-	if errors.Is(err, conn.ErrClosed) {
-		err = ErrClosed
-	}
-	if w.p.Fail(err) {
-		w.stopWatch()
-	}
-}
-
-func (w *waiter) stopWatch() {
-	if w.stopCtx != nil {
-		w.stopCtx()
-	}
-}
-
-// grantLocked records a grant to w's owner: a new hold, or a re-entry of the hold it has. Returns the hold.
-func (c *Client) grantLocked(w *waiter, count int64, handoff bool) (*hold, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	sh := w.lk.sh
-	if h := sh.holds[holdKey{w.lk.name, w.own.id}]; h != nil && h.state == holdHeld {
-		return h, h.reenterLocked(count, w.lease, w.watchdog, w.sentAt)
-	}
-	return c.newHoldLocked(sh, w.lk.name, w.own.id, w.ctx, count, w.lease, w.watchdog, w.sentAt)
+	return v, err
 }
 
 var _ timer.Task = (*waiter)(nil)

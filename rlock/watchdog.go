@@ -4,15 +4,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// watchdog renews the leases of the locks held without an explicit lease.
+// watchdog renews the leases of the locks held without an explicit lease, every kind of lock alike (plain, fair,
+// fenced, read and write holds).
 //
 // Each such lock has one timeout on the client's timer (its hold is the task); when it fires, the hold joins the
-// pending batch. A batch is sent as one EVALSHA of renewSrc as soon as it holds RenewBatchSize locks, or when its
-// oldest renewal has waited flushDelay (a thirtieth of the lease) for company. Renewals that fall due together
+// pending batch of its batch key. A batch is sent as one EVALSHA as soon as it holds RenewBatchSize locks, or when
+// its oldest renewal has waited flushDelay (a thirtieth of the lease) for company. Renewals that fall due together
 // thus share a call, and because every lock of a batch is rescheduled from the same confirmation, a batch stays a
 // cohort that falls due together again: 10,000 locks renewed every second go out as 100 full batches per second.
 //
@@ -26,37 +28,66 @@ import (
 type watchdog struct {
 	c *Client
 
-	mu      sync.Mutex  // guards the fields below
-	cur     *renewBatch // the batch being filled, nil when none
+	mu      sync.Mutex               // guards the fields below
+	open    map[batchKey]*renewBatch // the batches being filled, one per key
 	stopped bool
+}
+
+// batchKey says which renewals may share one EVALSHA: those of one renewal script (the plain layout's or the
+// read-write lock's) whose keys live on one server. On a Redis Cluster a script's keys must share a hash slot, so
+// there the slot is part of the key (Redisson batches per slot too); elsewhere it is noSlot and every renewal of a
+// script can go into one call.
+type batchKey struct {
+	script *conn.Script
+	slot   int
+}
+
+// noSlot is the slot of every batch key when the Client does not talk to a cluster.
+const noSlot = -1
+
+// batchKeyOf returns the batch a hold's renewal joins.
+func (c *Client) batchKeyOf(h *hold) batchKey {
+	k := batchKey{script: renewScript, slot: noSlot}
+	if h.kind.rwLayout() {
+		k.script = rwRenewScript
+	}
+	if c.cluster {
+		k.slot = conn.KeySlot(h.name)
+	}
+	return k
 }
 
 // renewBatch is one renewal EVALSHA: its locks, and the timeouts that send it (flush) and guard it.
 type renewBatch struct {
 	w     *watchdog
+	key   batchKey
 	holds []*hold
 
 	mu       sync.Mutex     // guards the fields below
-	flush    *timer.Timeout // sends a partial batch after flushDelay (while it is w.cur)
+	flush    *timer.Timeout // sends a partial batch after flushDelay (while it is open)
 	guard    *timer.Timeout // fires at the earliest lease end among holds still renewing
 	firstEnd time.Duration  // the earliest expireAt among the holds that joined while pending
 	finished bool           // the reply was applied
 }
 
-func (w *watchdog) init(c *Client) { w.c = c }
+func (w *watchdog) init(c *Client) {
+	w.c = c
+	w.open = make(map[batchKey]*renewBatch)
+}
 
 // add queues h for renewal; end is h's expireAt. Called from h's timer task, without the shard mutex.
 func (w *watchdog) add(h *hold, end time.Duration) {
 	c := w.c
+	key := c.batchKeyOf(h)
 	w.mu.Lock()
 	if w.stopped {
 		w.mu.Unlock()
 		return
 	}
-	b := w.cur
+	b := w.open[key]
 	if b == nil {
-		b = &renewBatch{w: w, holds: make([]*hold, 0, c.cfg.RenewBatchSize), firstEnd: end}
-		w.cur = b
+		b = &renewBatch{w: w, key: key, holds: make([]*hold, 0, c.cfg.RenewBatchSize), firstEnd: end}
+		w.open[key] = b
 		b.mu.Lock()
 		if tm, err := c.timer.NewTimeout(timer.TaskFunc(b.onFlush), c.cfg.flushDelay); err == nil {
 			b.flush = tm
@@ -81,7 +112,7 @@ func (w *watchdog) add(h *hold, end time.Duration) {
 	b.holds = append(b.holds, h)
 	full := len(b.holds) >= c.cfg.RenewBatchSize
 	if full {
-		w.cur = nil
+		delete(w.open, key)
 	}
 	w.mu.Unlock()
 	if full {
@@ -93,23 +124,23 @@ func (w *watchdog) add(h *hold, end time.Duration) {
 func (b *renewBatch) onFlush(*timer.Timeout) {
 	w := b.w
 	w.mu.Lock()
-	if w.cur != b {
+	if w.open[b.key] != b {
 		w.mu.Unlock()
 		return // sent when it filled up
 	}
-	w.cur = nil
+	delete(w.open, b.key)
 	w.mu.Unlock()
 	b.send()
 }
 
-// stop drops the pending batch (Close). Batches in flight complete against holds that Close already removed.
+// stop drops the pending batches (Close). Batches in flight complete against holds that Close already removed.
 func (w *watchdog) stop() {
 	w.mu.Lock()
 	w.stopped = true
-	b := w.cur
-	w.cur = nil
+	open := w.open
+	w.open = nil
 	w.mu.Unlock()
-	if b != nil {
+	for _, b := range open {
 		b.mu.Lock()
 		b.finished = true
 		b.stopTimersLocked()
@@ -128,8 +159,8 @@ func (b *renewBatch) stopTimersLocked() {
 	}
 }
 
-// send runs the batch: one EVALSHA. Holds released since they were queued are renewed all the same when they are
-// still in the batch: the script only extends a lock its owner still holds, and their results are ignored.
+// send runs the batch: one EVALSHA. A hold whose release started since it was queued leaves the batch here (its
+// renewal was cancelled at the start of its Unlock, Redisson #7272); a batch left empty sends nothing.
 func (b *renewBatch) send() {
 	c := b.w.c
 	b.mu.Lock()
@@ -138,17 +169,57 @@ func (b *renewBatch) send() {
 		b.flush = nil
 	}
 	b.mu.Unlock()
-	keys := make([]string, len(b.holds))
-	args := make([]string, 1+len(b.holds))
+	live := b.holds[:0]
+	for _, h := range b.holds {
+		sh := c.shard(h.name)
+		sh.mu.Lock()
+		ok := h.state == holdHeld && h.renewing
+		sh.mu.Unlock()
+		if ok {
+			live = append(live, h)
+		}
+	}
+	clear(b.holds[len(live):])
+	b.holds = live
+	if len(live) == 0 {
+		b.mu.Lock()
+		b.finished = true
+		b.stopTimersLocked()
+		b.mu.Unlock()
+		return
+	}
+	keys, args := b.renewArgs()
+	sentAt := c.now()
+	c.conn.Eval(background, b.key.script, keys, args...).OnComplete(func(v resp.Value, err error) {
+		b.done(sentAt, v, err)
+	})
+}
+
+// renewArgs builds the renewal script's keys and arguments: one key per lock, then the lease and, per lock, the
+// hash field that must still be there (plain layout: the owner; read-write layout: the field and, for read holds,
+// the owner's hold-key prefix, whose keys are renewed too).
+func (b *renewBatch) renewArgs() (keys, args []string) {
+	c := b.w.c
+	keys = make([]string, len(b.holds))
+	if b.key.script == rwRenewScript {
+		args = make([]string, 1+2*len(b.holds))
+		args[0] = c.cfg.watchdogMillis
+		for i, h := range b.holds {
+			keys[i] = h.name
+			args[1+2*i] = h.kind.field(h.owner)
+			if h.kind == kindRead {
+				args[2+2*i] = rwHoldPrefix(h.name, h.owner)
+			}
+		}
+		return keys, args
+	}
+	args = make([]string, 1+len(b.holds))
 	args[0] = c.cfg.watchdogMillis
 	for i, h := range b.holds {
 		keys[i] = h.name
 		args[i+1] = h.owner
 	}
-	sentAt := c.now()
-	c.conn.Eval(background, renewScript, keys, args...).OnComplete(func(v resp.Value, err error) {
-		b.done(sentAt, v, err)
-	})
+	return keys, args
 }
 
 // Run is the batch's guard: the earliest lease end among its locks has come and the renewal is not confirmed.
@@ -235,8 +306,11 @@ func (b *renewBatch) done(sentAt time.Duration, v resp.Value, err error) {
 			}
 		case res[i] == '1':
 			ev.Renewed++
-			h.deadline = sentAt + c.cfg.WatchdogTimeout
 			h.lease = c.cfg.WatchdogTimeout
+			if end := sentAt + c.cfg.WatchdogTimeout; !h.kind.rwLayout() || end > h.deadline {
+				// The plain layout's renewal sets the lease; the read-write lock's never shortens it.
+				h.deadline = end
+			}
 			if aerr := h.armLocked(); aerr != nil {
 				c.log.Warn("rlock: cannot schedule the next renewal", "lock", h.name, "err", aerr)
 			}
@@ -248,7 +322,7 @@ func (b *renewBatch) done(sentAt time.Duration, v resp.Value, err error) {
 		sh.mu.Unlock()
 	}
 	c.obs.RenewalBatch(ev)
-	if err != nil {
+	if err != nil && !c.closed.Load() {
 		c.log.Warn("rlock: renewal batch failed; retrying until the leases end", "locks", len(b.holds), "err", err)
 	}
 	for _, h := range lost {

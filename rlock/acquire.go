@@ -1,0 +1,264 @@
+package rlock
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// Acquiring a lock, of any kind: the plain lock, the fair and fenced locks, read and write holds. One call is a
+// lockCall, a waiter of the engine (waiter.go) whose grant becomes a hold (hold.go) before the caller's future
+// completes. The kinds differ in their attempt script and its reply, the channel they wait on, and their wake
+// rule: lockRules, which the plain lock does not need (its hot path is written out here).
+
+// lockObject is what every lock handle shares: the client, the name, the layout of its holds, and, for the kinds
+// other than the plain lock, the rules of its acquire.
+type lockObject struct {
+	c     *Client
+	name  string
+	sh    *shard
+	keys  []string // the plain layout's {name, unlock channel}: shared by every command of the handle
+	kind  holdKind
+	rules lockRules // nil: the plain lock
+}
+
+func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lockObject {
+	lo := lockObject{c: c, name: name, sh: c.shard(name), kind: kind, rules: rules}
+	if kind == kindPlain {
+		lo.keys = []string{name, channelName(name)}
+	}
+	return lo
+}
+
+// lockRules is what a kind of lock other than the plain lock adds to the shared acquire.
+type lockRules interface {
+	// attempt builds one acquire attempt of lc.
+	attempt(lc *lockCall) (s *conn.Script, keys, args []string)
+	// decode interprets the attempt's reply, or the transport's or server's error.
+	decode(v resp.Value, err error) outcome
+	// wait sets lc's queue (channel) and wake-up rule.
+	wait(lc *lockCall)
+	// left tells the server that lc gave up waiting (the fair lock's queue); most kinds do nothing.
+	left(lc *lockCall)
+}
+
+// lockCall is one acquire call in progress: Lock, LockLease or TryLock of any kind of lock, sync or async. The
+// caller's future lives inside it: one allocation per acquire call.
+type lockCall struct {
+	waiter
+	p  future.Promise[context.Context]
+	lo *lockObject
+	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
+	// context (for its values) when the lock is granted. Its cancellation is watched by the caller's Get (sync
+	// calls) or by context.AfterFunc (async calls), never by this struct.
+	ctx      context.Context
+	own      owner
+	leaseArg string
+	watchdog bool
+
+	// Written by grantLocked, under the shard mutex, before the future completes.
+	h     *hold
+	token int64 // fenced locks: the token of the grant
+}
+
+// acquire validates an acquire call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch
+// makes the call end when ctx ends (async calls; a sync call's Get watches ctx itself). It returns the call (nil
+// when it failed before starting) and its future.
+func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, watch bool) (*lockCall, *future.Future[context.Context]) {
+	c := lo.c
+	fail := func(err error) (*lockCall, *future.Future[context.Context]) {
+		return nil, future.Completed[context.Context](nil, err)
+	}
+	switch {
+	case lo.name == "":
+		return fail(nameError(op))
+	case lease < 0 || (lease > 0 && lease < MinLease):
+		return fail(leaseError(op, lease, "must be at least 1ms, or 0 for the watchdog"))
+	case c.closed.Load():
+		return fail(ErrClosed)
+	case ctx.Err() != nil:
+		return fail(ctx.Err())
+	}
+	own, err := c.resolveOwner(ctx, op, true)
+	if err != nil {
+		return fail(err)
+	}
+	lc := &lockCall{lo: lo, ctx: ctx, own: own}
+	lc.init(c, lo.sh, lc, wait)
+	if lease == 0 {
+		lc.watchdog, lc.lease, lc.leaseArg = true, c.cfg.WatchdogTimeout, c.cfg.watchdogMillis
+	} else {
+		lc.lease, lc.leaseArg = lease, strconv.FormatInt(lease.Milliseconds(), 10)
+	}
+	lc.exclusive = lo.kind != kindRead
+	if lo.rules == nil {
+		lc.key, lc.rule, lc.queueNew, lc.handoff = lo.keys[1], wakeOne, true, true
+	} else {
+		lo.rules.wait(lc)
+	}
+	if watch {
+		lc.watch(ctx)
+	}
+	lc.start()
+	return lc, lc.p.Future()
+}
+
+// start sends lc's first attempt, or queues it behind this client's waiters for the same lock, or waits for a
+// release of the same owner in flight.
+func (lc *lockCall) start() {
+	sh := lc.sh
+	sh.mu.Lock()
+	if lc.state != wNew || lc.abandoned != nil {
+		sh.mu.Unlock()
+		return
+	}
+	reentry := false
+	if h := sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.own.id)}]; h != nil {
+		if h.state == holdReleasing && h.release != nil {
+			// The same owner's last release is in flight: acquire after it settled, so the release's retry
+			// condition (the expected count) cannot be confused by this grant.
+			op := h.release
+			sh.mu.Unlock()
+			op.p.Future().OnComplete(func(struct{}, error) { lc.start() })
+			return
+		}
+		// Re-entry: never queued behind waiters, which would wait for this very owner.
+		reentry = true
+	}
+	send := lc.startLocked(reentry)
+	sh.mu.Unlock()
+	if send {
+		lc.send()
+	}
+}
+
+// send sends one acquire attempt (state wAttempting). Called without the shard mutex.
+func (lc *lockCall) send() {
+	if lc.lo.rules == nil {
+		lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg, lc.own.id).OnComplete(lc.onPlainReply)
+		return
+	}
+	s, keys, args := lc.lo.rules.attempt(lc)
+	lc.c.conn.Eval(background, s, keys, args...).OnComplete(lc.onReply)
+}
+
+func (lc *lockCall) onPlainReply(v resp.Value, err error) {
+	if err != nil {
+		lc.settle(outcome{err: err}, false)
+		return
+	}
+	lc.settle(parseAcquire(v), false)
+}
+
+func (lc *lockCall) onReply(v resp.Value, err error) { lc.settle(lc.lo.rules.decode(v, err), false) }
+
+// grantLocked records a grant to lc's owner: a new hold, or a re-entry of the hold it has.
+func (lc *lockCall) grantLocked(o *outcome) error {
+	c := lc.c
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	lo := lc.lo
+	if h := lc.sh.holds[holdKey{lo.name, lo.kind.field(lc.own.id)}]; h != nil && h.state == holdHeld {
+		lc.h, lc.token = h, o.token
+		return h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
+	}
+	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.own.id, lc.ctx, o.count, lc.lease, lc.watchdog, lc.sentAt)
+	lc.h, lc.token = h, o.token
+	return err
+}
+
+// succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
+// or wait ran out while the grant was in flight), the lock granted in flight is released instead.
+func (lc *lockCall) succeed(o outcome) {
+	c := lc.c
+	ev := AcquiredEvent{Name: lc.lo.name, Owner: lc.own.id, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
+		HandOff: o.handoff}
+	if !lc.p.Succeed(lc.h.held) {
+		c.unlockHeld(lc.h.held)
+		return
+	}
+	lc.stopWatch()
+	c.obs.Acquired(ev)
+}
+
+func (lc *lockCall) fail(err error) bool {
+	if !lc.p.Fail(err) {
+		return false
+	}
+	lc.stopWatch()
+	return true
+}
+
+// undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's
+// timeout).
+func (lc *lockCall) undo(o outcome) {
+	lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.own.id, o.count)
+}
+
+// giveBackResult releases the lock a blocking call was granted after it stopped waiting. Another completion won
+// the race with the caller's Fail; Peek could still see the future pending (the winner publishes its result just
+// after winning), so it waits for the result: it is being stored right now, Get returns at once.
+func (lc *lockCall) giveBackResult() {
+	if held, err := lc.p.Future().Get(background); err == nil && held != nil {
+		lc.c.unlockHeld(held)
+	}
+}
+
+func (lc *lockCall) left() {
+	if lc.lo.rules != nil {
+		lc.lo.rules.left(lc)
+	}
+}
+
+// lostInFlight releases what an attempt that failed ambiguously may have granted, when the owner id was made for
+// this call: a hold under it can only be that grant. Other owners' holds are left to their lease (a grant to an
+// owner that holds the lock already cannot be told from its other holds).
+func (lc *lockCall) lostInFlight() {
+	if lc.own.fresh {
+		lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.own.id, 1)
+	}
+}
+
+// parseAcquire decodes the plain lock's acquire reply (and the fair and read-write locks', which answer alike): a
+// bulk string holding the owner's new hold count (at least 1) = granted; an integer = refused, the lock's PTTL.
+func parseAcquire(v resp.Value) outcome {
+	switch {
+	case v.Type == resp.BulkString && !v.Null:
+		n, err := v.AsInt64()
+		if err == nil && n < 1 {
+			err = &resp.TypeError{Want: "a hold count of at least 1", Got: v.Type}
+		}
+		return outcome{granted: err == nil, count: n, err: err}
+	case v.Type == resp.Integer:
+		return outcome{bound: ttlBound(v.Int)}
+	}
+	return outcome{err: &resp.TypeError{Want: "hold count or PTTL", Got: v.Type}}
+}
+
+// handoffGrant decodes the grant half of a hand-off's reply: as parseAcquire, and a null (no grant was tried: the
+// releasing owner still holds the lock, its release will hand off or publish) is a refusal bounded by the lease.
+func handoffGrant(v resp.Value, lease time.Duration) outcome {
+	if v.Null {
+		return outcome{bound: lease}
+	}
+	o := parseAcquire(v)
+	o.handoff = o.granted
+	return o
+}
+
+// ttlBound turns a refusal's PTTL (milliseconds) into the bound of the wait before the next attempt: the holder's
+// remaining lease, at least a millisecond (a key in its last millisecond answers 0: it is about to expire, and an
+// expiry publishes nothing), or recheckBound for a key without expiry (-1) or none (-2).
+func ttlBound(ms int64) time.Duration {
+	if ms < 0 {
+		return recheckBound
+	}
+	return max(time.Duration(ms)*time.Millisecond, time.Millisecond)
+}
+
+var _ waitCall = (*lockCall)(nil)

@@ -1,0 +1,160 @@
+package rlock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/timer"
+)
+
+// Commands that do not wait for anything but their reply (queries, force unlocks, releases of permits, counts
+// down), and the retries of every command of the package.
+
+// call runs cmd, which is safe to send again (a query, an idempotent or conditional script), resending it after a
+// transport failure — also one after which it may have run — up to RetryAttempts times after RetryDelay. ctx
+// bounds each attempt and the retries.
+func (c *Client) call(ctx context.Context, cmd conn.Cmd) *future.Future[resp.Value] {
+	p := future.NewPromise[resp.Value]()
+	c.callAttempt(ctx, cmd, p, 0, true)
+	return p.Future()
+}
+
+// callOnce runs cmd, which must not run twice (a count-down, a permit release): it is resent only when it was
+// never sent (conn.ErrUnavailable).
+func (c *Client) callOnce(ctx context.Context, cmd conn.Cmd) *future.Future[resp.Value] {
+	p := future.NewPromise[resp.Value]()
+	c.callAttempt(ctx, cmd, p, 0, false)
+	return p.Future()
+}
+
+func (c *Client) callAttempt(ctx context.Context, cmd conn.Cmd, p *future.Promise[resp.Value], n int, idempotent bool) {
+	var f *future.Future[resp.Value]
+	if cmd.Script != nil {
+		f = c.conn.Eval(ctx, cmd.Script, cmd.Keys, cmd.Args...)
+	} else {
+		f = c.conn.Do(ctx, cmd.Args...)
+	}
+	f.OnComplete(func(v resp.Value, err error) {
+		if err != nil && n < c.cfg.RetryAttempts && !c.closed.Load() && ctx.Err() == nil &&
+			(errors.Is(err, conn.ErrUnavailable) || (idempotent && errors.Is(err, conn.ErrConnLost))) {
+			if c.after(c.cfg.RetryDelay, func(closed bool) {
+				if closed {
+					p.Complete(resp.Value{}, ErrClosed)
+					return
+				}
+				c.callAttempt(ctx, cmd, p, n+1, idempotent)
+			}) {
+				return
+			}
+		}
+		p.Complete(v, c.mapErr(err))
+	})
+}
+
+// after runs fn(false) on the timer's worker after d, or fn(true) at once if the Client is closed first: a retry
+// parked on the timer must not be forgotten when Close stops the timer (its caller would wait forever). It reports
+// false when the timer refused the task (fn will not run). fn must not block.
+func (c *Client) after(d time.Duration, fn func(closed bool)) bool {
+	r := &retry{fn: fn}
+	c.retries.mu.Lock()
+	if c.retries.closed {
+		c.retries.mu.Unlock()
+		return false
+	}
+	tm, err := c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) { c.retries.run(r, false) }), d)
+	if err != nil {
+		c.retries.mu.Unlock()
+		return false
+	}
+	r.tm = tm
+	c.retries.set[r] = struct{}{}
+	c.retries.mu.Unlock()
+	return true
+}
+
+// retry is one task parked by after.
+type retry struct {
+	fn func(closed bool)
+	tm *timer.Timeout
+}
+
+// retries are the tasks parked by after, so that Close can run them.
+type retries struct {
+	mu     sync.Mutex // guards the fields below
+	set    map[*retry]struct{}
+	closed bool
+}
+
+// run runs r once: the first of its timeout and Close wins.
+func (rs *retries) run(r *retry, closed bool) {
+	rs.mu.Lock()
+	_, ok := rs.set[r]
+	delete(rs.set, r)
+	rs.mu.Unlock()
+	if ok {
+		r.fn(closed)
+	}
+}
+
+// close runs every parked task with closed = true, and refuses new ones.
+func (rs *retries) close() {
+	rs.mu.Lock()
+	rs.closed = true
+	parked := make([]*retry, 0, len(rs.set))
+	for r := range rs.set {
+		r.tm.Cancel()
+		parked = append(parked, r)
+	}
+	rs.mu.Unlock()
+	for _, r := range parked {
+		rs.run(r, true)
+	}
+}
+
+// intReply decodes an integer reply; a nil reply (a missing key) is 0.
+func intReply(v resp.Value, err error) (int64, error) {
+	if err != nil {
+		return 0, err
+	}
+	n, err := v.AsInt64()
+	if errors.Is(err, resp.ErrNil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// isServerError reports whether err is the server error reply with the given prefix (a script's
+// redis.error_reply).
+func isServerError(err error, prefix string) bool {
+	var se *resp.ServerError
+	return errors.As(err, &se) && se.Prefix == prefix
+}
+
+// millis formats a duration as whole milliseconds for a script argument.
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// tried maps the outcome of a Try call that reports a bool to (acquired, error): running out of wait is false, not
+// an error.
+func tried(err error) (bool, error) {
+	if errors.Is(err, ErrNotAcquired) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// check validates an object's name and the client for a call.
+func (c *Client) check(op, name string) error {
+	if name == "" {
+		return nameError(op)
+	}
+	if c.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}

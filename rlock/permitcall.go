@@ -1,0 +1,120 @@
+package rlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// permitCall is a waiting call that holds nothing afterwards — taking semaphore permits, awaiting a latch, taking
+// rate-limiter permits — returning T: a waiter of the engine (waiter.go) with the object's attempt, the decoding of
+// its reply, and the way to give back a grant nobody will see.
+type permitCall[T any] struct {
+	waiter
+	p    future.Promise[T]
+	spec *permitSpec[T]
+	v    T // the grant of the attempt in flight (one attempt at a time), decoded before settle
+}
+
+// permitSpec describes the calls of one object.
+type permitSpec[T any] struct {
+	// attempt builds one attempt: a script (nil: a plain command made of args).
+	attempt func() (s *conn.Script, keys, args []string)
+	// decode interprets the reply (or the transport's or server's error): an outcome, and the value of a grant.
+	decode func(v resp.Value, err error) (outcome, T)
+	// undo gives back a grant; nil when there is nothing to give back (a latch, a sliding window).
+	undo func(T)
+}
+
+// newPermitCall prepares a call on the object whose shard is sh, woken on channel key by rule (key "" : by its
+// bound alone), needing need permits; wait < 0 waits as long as the context allows, 0 makes one attempt.
+func newPermitCall[T any](c *Client, sh *shard, spec *permitSpec[T], key string, rule wakeRule, need int64,
+	wait time.Duration) *permitCall[T] {
+	pc := &permitCall[T]{spec: spec}
+	pc.key, pc.rule, pc.need = key, rule, need
+	pc.init(c, sh, pc, wait)
+	return pc
+}
+
+// run starts the call: watch makes it end when ctx ends (async calls). It returns the call and its future.
+func (pc *permitCall[T]) run(ctx context.Context, watch bool) (*waiter, *future.Future[T]) {
+	var zero T
+	if pc.c.closed.Load() {
+		return nil, future.Completed(zero, ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, future.Completed(zero, err)
+	}
+	if watch {
+		pc.watch(ctx)
+	}
+	pc.sh.mu.Lock()
+	send := pc.state == wNew && pc.abandoned == nil && pc.startLocked(false)
+	pc.sh.mu.Unlock()
+	if send {
+		pc.send()
+	}
+	return &pc.waiter, pc.p.Future()
+}
+
+func (pc *permitCall[T]) send() {
+	s, keys, args := pc.spec.attempt()
+	var f *future.Future[resp.Value]
+	if s == nil {
+		f = pc.c.conn.Do(background, args...)
+	} else {
+		f = pc.c.conn.Eval(background, s, keys, args...)
+	}
+	f.OnComplete(pc.onReply)
+}
+
+func (pc *permitCall[T]) onReply(v resp.Value, err error) {
+	o, val := pc.spec.decode(v, err)
+	pc.v = val
+	pc.settle(o, false)
+}
+
+func (pc *permitCall[T]) grantLocked(*outcome) error {
+	if pc.c.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (pc *permitCall[T]) succeed(outcome) {
+	if !pc.p.Succeed(pc.v) {
+		pc.undo(outcome{})
+		return
+	}
+	pc.stopWatch()
+}
+
+func (pc *permitCall[T]) fail(err error) bool {
+	if !pc.p.Fail(err) {
+		return false
+	}
+	pc.stopWatch()
+	return true
+}
+
+func (pc *permitCall[T]) undo(outcome) {
+	if pc.spec.undo != nil {
+		pc.spec.undo(pc.v)
+	}
+}
+
+// giveBackResult gives back what a blocking call completed with after it stopped waiting (see
+// lockCall.giveBackResult for why it waits for the result).
+func (pc *permitCall[T]) giveBackResult() {
+	if v, err := pc.p.Future().Get(background); err == nil && pc.spec.undo != nil {
+		pc.spec.undo(v)
+	}
+}
+
+func (pc *permitCall[T]) left()         {}
+func (pc *permitCall[T]) lostInFlight() {}
+
+var _ waitCall = (*permitCall[struct{}])(nil)
