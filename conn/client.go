@@ -236,7 +236,10 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 			es[i].driven = true
 		}
 	}
-	if ctx.Done() != nil {
+	if done := ctx.Done(); done != nil {
+		for _, p := range ps {
+			p.CancelledBy(done) // see afterCancel
+		}
 		// One AfterFunc for the whole batch, unregistered with the last reply.
 		es[len(es)-1].stop = context.AfterFunc(ctx, func() {
 			for _, p := range ps {

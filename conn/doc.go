@@ -81,9 +81,11 @@
 //   - a reply that nobody observes at all (a future dropped, or polled with IsDone) is read by the health check's
 //     fallback after one check interval without replies.
 //
-// Context: a driving Get whose context can end registers a context.AfterFunc that interrupts its read (a read
-// deadline in the past); a future completed by another goroutine (its command's context ended) interrupts it too
-// (future calls Driver.Completed). Either way Get returns at once and the late reply is read later, in order.
+// Context: a future completed by another goroutine (its command's context ended: see Failures) interrupts a Get
+// driving for it (future calls Driver.Completed; the read deadline is moved to the past). A Get with the command's
+// own context relies on that (future.Promise.CancelledBy); a Get with another context that can end registers a
+// context.AfterFunc that interrupts its read the same way. Either way Get returns at once, and the late reply is
+// handed to the background reader, which reads and discards it in order.
 //
 // Nobody reads an idle lane, so nothing would notice that the server closed it (a restart, its idle timeout) until a
 // command is written on it, which would then fail with ErrConnLost ("may have run") although it never reached a
@@ -105,7 +107,9 @@
 //     (That is the standalone Client; a Sentinel or cluster Client retries such commands: see Topologies.)
 //   - Context: when a command's context ends first, its future completes with ctx.Err(); the reply is still read
 //     in order and discarded, so the pipeline stays in step (context.AfterFunc, registered only for contexts that
-//     can end).
+//     can end). The promise records that context's Done channel (future.Promise.CancelledBy), so a Get with the
+//     same context waits on the future alone: one channel receive instead of a select, whose lock on the
+//     context's Done channel is shared by every goroutine waiting on that context.
 //   - Response timeout: one periodic check per connection on the wheel (not a timer per command) resets a
 //     connection whose reply counter did not move for ResponseTimeout while written commands awaited replies
 //     (replies are FIFO, so that is exactly "the oldest reply is late"). The same check sends a PING after

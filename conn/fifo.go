@@ -120,8 +120,11 @@ func (q *fifo) grow() {
 // unregisters that (nil when ctx can never end: no cost at all for context.Background). The late reply of such a
 // command is still read and discarded in order, so the pipeline stays in step.
 func afterCancel(ctx context.Context, p *future.Promise[resp.Value]) func() bool {
-	if ctx.Done() == nil {
+	done := ctx.Done()
+	if done == nil {
 		return nil
 	}
+	// A Get with the same context then waits on the future alone (see future.Promise.CancelledBy).
+	p.CancelledBy(done)
 	return context.AfterFunc(ctx, func() { p.Fail(ctx.Err()) })
 }

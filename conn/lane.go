@@ -175,7 +175,11 @@ func (l *laneReader) Drive(ctx context.Context, target future.Completion) {
 	if stop != nil {
 		stop()
 	}
-	l.release(target.IsDone())
+	// Replies still due that no Get will read: the target's own when the drive stopped first (its context), or
+	// replies of commands that were undriven or whose futures are already complete (cancelled: their late
+	// replies are read and discarded by whoever reads). Checked before taking mu (pconn.mu comes first).
+	orphans := !target.IsDone() || (pc.inflight.Load() > 0 && pc.dueWithoutDriver())
+	l.release(orphans)
 }
 
 // read is a driving Get's Read: interrupted by Completed or the end of the Get's context, it returns
@@ -229,15 +233,29 @@ func (l *laneReader) Completed() { l.interrupt() }
 func (l *laneReader) Unattended() { l.needBackground() }
 
 // release ends a Get's drive. The role goes to the background reader when replies are still due that no Get will
-// read: its own (its context ended first), or others' (bgWanted).
-func (l *laneReader) release(targetDone bool) {
+// read: orphans (see Drive), or replies of callers who asked for it meanwhile (bgWanted).
+func (l *laneReader) release(orphans bool) {
 	l.mu.Lock()
 	l.role = roleNone
-	if l.t.pc.inflight.Load() > 0 && (l.bgWanted || !targetDone) {
+	if l.t.pc.inflight.Load() > 0 && (l.bgWanted || orphans) {
 		l.startBackgroundLocked()
 	}
 	l.bgWanted = false
 	l.mu.Unlock()
+}
+
+// dueWithoutDriver reports whether a reply awaited on the connection belongs to no Get that will drive it: an
+// internal command, an undriven one, or one whose future is already complete (its context ended).
+func (pc *pconn) dueWithoutDriver() bool {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	orphan := false
+	pc.q.each(func(e *pending) {
+		if !orphan && (e.kind != kindUser || !e.driven || e.done()) {
+			orphan = true
+		}
+	})
+	return orphan
 }
 
 // needBackground is called after a command that no Get will drive was queued on the lane (and, through

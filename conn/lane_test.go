@@ -194,11 +194,23 @@ func TestLaneCommandContextEndsWhileGetDrives(t *testing.T) {
 	if _, err := c.Do(ctx, "LPUSH", "q2", "late").Get(ctx); err != nil {
 		t.Fatal(err)
 	}
+	lane := laneConn(c)
+	for lane.inflight.Load() != 0 { // the late BLPOP reply is read by someone
+		if ctx.Err() != nil {
+			t.Fatal("the cancelled command's late reply was never read")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	for i := range 20 {
 		want := "after" + strconv.Itoa(i)
 		if v, err := c.Do(ctx, "ECHO", want).Get(ctx); err != nil || v.Str != want {
 			t.Fatalf("ECHO %s = %v, %v (stream out of step?)", want, v, err)
 		}
+	}
+	// The cancelled command's late reply was handed to the background reader when the drive stopped, not left
+	// for the health check.
+	if n := laneConn(c).lane.rescues.Load(); n != 0 {
+		t.Fatalf("%d rescues; want 0", n)
 	}
 }
 

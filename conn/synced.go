@@ -51,7 +51,8 @@ func (c *Client) SendAndWait(ctx context.Context, cmd Cmd, replicas int, timeout
 	}
 	op := &syncOp{c: c, p: future.NewPromise[WaitResult](), skip: c.waitOff.Load()}
 	op.waitArgs = [3]string{"WAIT", strconv.Itoa(replicas), strconv.FormatInt(timeout.Milliseconds(), 10)}
-	if ctx.Done() != nil {
+	if done := ctx.Done(); done != nil {
+		op.p.CancelledBy(done) // see afterCancel
 		op.stop = context.AfterFunc(ctx, func() { op.p.Fail(ctx.Err()) })
 	}
 	if c.rt != nil {

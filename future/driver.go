@@ -54,6 +54,17 @@ type Completion interface {
 // not block and allocates nothing.
 func (p *Promise[T]) SetDriver(d Driver) { p.f.drv = d }
 
+// CancelledBy records that p's completer completes the future, at the latest
+// shortly after done is closed: package conn watches a command's context with
+// context.AfterFunc and fails its future with the context's error. A Get whose
+// context has this Done channel then waits for the future alone (one channel
+// receive) instead of selecting on the future and on the context, and passes a
+// context that cannot end to the Driver, which will be told of the cancellation
+// by Completed; the result is the same. It must be called before the future is
+// shared or completed (it is not safe for concurrent use with any other method),
+// does not block and allocates nothing.
+func (p *Promise[T]) CancelledBy(done <-chan struct{}) { p.f.cancelledBy = done }
+
 // unattended calls the driver's Unattended the first time a pending future gets
 // a non-driving observer. Called with f.mu held; returns the driver to notify
 // (after unlocking), or nil.

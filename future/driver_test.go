@@ -203,3 +203,30 @@ func TestThenAndComposeInheritTheDriver(t *testing.T) {
 		t.Fatalf("Get on Compose's result = %v, %v", v, err)
 	}
 }
+
+// With CancelledBy, the completer owns the cancellation: a Get whose context has that Done channel waits for the
+// future alone, so it returns what the completer reports after the context ended.
+func TestGetWithTheBoundContextWaitsForTheCompleter(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	p := future.NewPromise[int]()
+	p.CancelledBy(ctx.Done())
+	got := make(chan error, 1)
+	go func() {
+		_, err := p.Future().Get(ctx)
+		got <- err
+	}()
+	awaitParked(t, p.Future(), 1)
+	cancel()
+	errByCompleter := errors.New("completed by the context's watcher")
+	p.Fail(errByCompleter)
+	if err := <-got; err != errByCompleter {
+		t.Fatalf("Get = %v; want the completer's error", err)
+	}
+	// A context that already ended is still reported at once.
+	q := future.NewPromise[int]()
+	q.CancelledBy(ctx.Done())
+	if _, err := q.Future().Get(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get with an ended context = %v; want Canceled", err)
+	}
+}

@@ -46,6 +46,10 @@ type Future[T any] struct {
 	// the future is shared), lets a blocking Get do the work that completes the
 	// future; immutable once the future is shared. See Driver.
 	drv Driver
+	// cancelledBy, when set (Promise.CancelledBy), is the Done channel of a
+	// context whose end the completer turns into a completion; immutable once
+	// the future is shared.
+	cancelledBy <-chan struct{}
 
 	mu sync.Mutex // guards the fields below
 	// waiters is a doubly linked list of Get callers parked on this future. The
@@ -106,6 +110,7 @@ func (f *Future[T]) Get(ctx context.Context) (T, error) {
 		return f.v, f.err
 	}
 	done := ctx.Done()
+	dctx := ctx
 	if done != nil {
 		select {
 		case <-done:
@@ -113,12 +118,18 @@ func (f *Future[T]) Get(ctx context.Context) (T, error) {
 			return zero, ctx.Err()
 		default:
 		}
+		if done == f.cancelledBy {
+			// The completer completes f when ctx ends: waiting for f alone is
+			// enough, and a plain receive is cheaper than a select (whose lock
+			// on ctx's Done channel every waiter of that context shares).
+			done, dctx = nil, context.Background()
+		}
 	}
 
 	if f.drv != nil {
 		// The goroutine that waits does the work (package conn: reads the reply
 		// itself); it parks below only if the driver could not complete f.
-		f.drv.Drive(ctx, f)
+		f.drv.Drive(dctx, f)
 		if f.complete() {
 			return f.v, f.err
 		}
