@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
@@ -40,7 +39,9 @@ type lockRules interface {
 	attempt(lc *lockCall) (s *conn.Script, keys, args []string)
 	// decode interprets the attempt's reply, or the transport's or server's error.
 	decode(v resp.Value, err error) outcome
-	// wait sets lc's queue (channel) and wake-up rule.
+	// channel is the channel lc is woken on: its queue.
+	channel(lc *lockCall) string
+	// wait sets lc's wake-up rule and flags.
 	wait(lc *lockCall)
 	// left tells the server that lc gave up waiting (the fair lock's queue); most kinds do nothing.
 	left(lc *lockCall)
@@ -56,13 +57,11 @@ type lockCall struct {
 	// context (for its values) when the lock is granted. Its cancellation is watched by the caller's Get (sync
 	// calls) or by context.AfterFunc (async calls), never by this struct.
 	ctx      context.Context
-	own      owner
-	leaseArg string
-	watchdog bool
-
-	// Written by grantLocked, under the shard mutex, before the future completes.
-	h     *hold
-	token int64 // fenced locks: the token of the grant
+	owner    string        // <clientUUID>:<ownerID>
+	lease    time.Duration // the lease a grant gives (also the next head's bound while the lock is held)
+	token    int64         // fenced locks: the token of the grant, written before the future completes
+	watchdog bool          // the lease is the watchdog's, renewed while held
+	fresh    bool          // the owner id was made for this call: nobody else can hold anything under it
 }
 
 // acquire validates an acquire call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch
@@ -87,16 +86,14 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	if err != nil {
 		return fail(err)
 	}
-	lc := &lockCall{lo: lo, ctx: ctx, own: own}
+	lc := &lockCall{lo: lo, ctx: ctx, owner: own.id, fresh: own.fresh, lease: lease}
 	lc.init(c, lo.sh, lc, wait)
 	if lease == 0 {
-		lc.watchdog, lc.lease, lc.leaseArg = true, c.cfg.WatchdogTimeout, c.cfg.watchdogMillis
-	} else {
-		lc.lease, lc.leaseArg = lease, strconv.FormatInt(lease.Milliseconds(), 10)
+		lc.watchdog, lc.lease = true, c.cfg.WatchdogTimeout
 	}
 	lc.exclusive = lo.kind != kindRead
 	if lo.rules == nil {
-		lc.key, lc.rule, lc.queueNew, lc.handoff = lo.keys[1], wakeOne, true, true
+		lc.rule, lc.queueNew, lc.handoff = wakeOne, true, true
 	} else {
 		lo.rules.wait(lc)
 	}
@@ -117,7 +114,7 @@ func (lc *lockCall) start() {
 		return
 	}
 	reentry := false
-	if h := sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.own.id)}]; h != nil {
+	if h := sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.owner)}]; h != nil {
 		if h.state == holdReleasing && h.release != nil {
 			// The same owner's last release is in flight: acquire after it settled, so the release's retry
 			// condition (the expected count) cannot be confused by this grant.
@@ -136,10 +133,18 @@ func (lc *lockCall) start() {
 	}
 }
 
+// channel is the channel lc waits on: the plain lock's unlock channel, or its kind's.
+func (lc *lockCall) channel() string {
+	if lc.lo.rules == nil {
+		return lc.lo.keys[1]
+	}
+	return lc.lo.rules.channel(lc)
+}
+
 // send sends one acquire attempt (state wAttempting). Called without the shard mutex.
 func (lc *lockCall) send() {
 	if lc.lo.rules == nil {
-		lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg, lc.own.id).OnComplete(lc.onPlainReply)
+		lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner).OnComplete(lc.onPlainReply)
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
@@ -156,30 +161,31 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 
 func (lc *lockCall) onReply(v resp.Value, err error) { lc.settle(lc.lo.rules.decode(v, err), false) }
 
+// leaseArg is the call's lease as a script argument, without allocating for the watchdog's.
+func (lc *lockCall) leaseArg() string { return lc.c.leaseArg(lc.lease) }
+
 // grantLocked records a grant to lc's owner: a new hold, or a re-entry of the hold it has.
-func (lc *lockCall) grantLocked(o *outcome) error {
+func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	c := lc.c
 	if c.closed.Load() {
-		return ErrClosed
+		return nil, ErrClosed
 	}
 	lo := lc.lo
-	if h := lc.sh.holds[holdKey{lo.name, lo.kind.field(lc.own.id)}]; h != nil && h.state == holdHeld {
-		lc.h, lc.token = h, o.token
-		return h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
+	lc.token = o.token
+	if h := lc.sh.holds[holdKey{lo.name, lo.kind.field(lc.owner)}]; h != nil && h.state == holdHeld {
+		return h, h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
 	}
-	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.own.id, lc.ctx, o.count, lc.lease, lc.watchdog, lc.sentAt)
-	lc.h, lc.token = h, o.token
-	return err
+	return c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lc.lease, lc.watchdog, lc.sentAt)
 }
 
 // succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
 // or wait ran out while the grant was in flight), the lock granted in flight is released instead.
-func (lc *lockCall) succeed(o outcome) {
+func (lc *lockCall) succeed(o outcome, h *hold) {
 	c := lc.c
-	ev := AcquiredEvent{Name: lc.lo.name, Owner: lc.own.id, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
+	ev := AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
 		HandOff: o.handoff}
-	if !lc.p.Succeed(lc.h.held) {
-		c.unlockHeld(lc.h.held)
+	if !lc.p.Succeed(h.held) {
+		c.unlockHeld(h.held)
 		return
 	}
 	lc.stopWatch()
@@ -197,7 +203,7 @@ func (lc *lockCall) fail(err error) bool {
 // undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's
 // timeout).
 func (lc *lockCall) undo(o outcome) {
-	lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.own.id, o.count)
+	lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, o.count)
 }
 
 // giveBackResult releases the lock a blocking call was granted after it stopped waiting. Another completion won
@@ -219,8 +225,8 @@ func (lc *lockCall) left() {
 // this call: a hold under it can only be that grant. Other owners' holds are left to their lease (a grant to an
 // owner that holds the lock already cannot be told from its other holds).
 func (lc *lockCall) lostInFlight() {
-	if lc.own.fresh {
-		lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.own.id, 1)
+	if lc.fresh {
+		lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, 1)
 	}
 }
 

@@ -69,7 +69,7 @@ func (l *FairLock) Name() string { return l.name }
 // The fair lock's rules: the server orders the waiters; each waits on its own channel, which says it is its turn.
 
 func (l *FairLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return fairAcquireScript, l.fkeys, []string{lc.leaseArg, lc.own.id, l.deadlineArg(lc), unlockMessage}
+	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), unlockMessage}
 }
 
 func (l *FairLock) decode(v resp.Value, err error) outcome {
@@ -84,16 +84,16 @@ func (l *FairLock) decode(v resp.Value, err error) outcome {
 	return o
 }
 
-func (l *FairLock) wait(lc *lockCall) {
-	lc.key, lc.rule = l.fkeys[3]+":"+lc.own.id, wakeAll
-}
+func (l *FairLock) channel(lc *lockCall) string { return l.fkeys[3] + ":" + lc.owner }
+
+func (l *FairLock) wait(lc *lockCall) { lc.rule = wakeAll }
 
 // left takes a waiter that gave up out of the server's queue (a try without waiting never joined it).
 func (l *FairLock) left(lc *lockCall) {
 	if lc.noWait || l.c.closed.Load() {
 		return
 	}
-	owner := lc.own.id
+	owner := lc.owner
 	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, unlockMessage}}).
 		OnComplete(func(_ resp.Value, err error) {
 			if err != nil && !l.c.closed.Load() {

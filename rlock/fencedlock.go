@@ -46,7 +46,7 @@ func (l *FencedLock) Name() string { return l.name }
 // The fenced lock's rules: the plain lock's queue, channel and release, its own acquire script.
 
 func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return fencedAcquireScript, l.tokenKeys, []string{lc.leaseArg, lc.own.id}
+	return fencedAcquireScript, l.tokenKeys, []string{lc.leaseArg(), lc.owner}
 }
 
 func (l *FencedLock) decode(v resp.Value, err error) outcome {
@@ -56,11 +56,11 @@ func (l *FencedLock) decode(v resp.Value, err error) outcome {
 	return decodeFenced(v)
 }
 
-func (l *FencedLock) wait(lc *lockCall) {
-	// Its waiters queue with the plain lock's on the same name (one channel), but take no hand-off: a grant must
-	// come with a token, from their own script.
-	lc.key, lc.rule, lc.queueNew = l.keys[1], wakeOne, true
-}
+// channel: its waiters queue with the plain lock's on the same name (one channel, one queue)...
+func (l *FencedLock) channel(*lockCall) string { return l.keys[1] }
+
+// ... but take no hand-off: a grant must come with a token, from their own script.
+func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.queueNew = wakeOne, true }
 
 func (l *FencedLock) left(*lockCall) {}
 

@@ -16,7 +16,8 @@ type permitCall[T any] struct {
 	waiter
 	p    future.Promise[T]
 	spec *permitSpec[T]
-	v    T // the grant of the attempt in flight (one attempt at a time), decoded before settle
+	key  string // the channel it is woken on; "": its bound alone
+	v    T      // the grant of the attempt in flight (one attempt at a time), decoded before settle
 }
 
 // permitSpec describes the calls of one object.
@@ -33,8 +34,8 @@ type permitSpec[T any] struct {
 // bound alone), needing need permits; wait < 0 waits as long as the context allows, 0 makes one attempt.
 func newPermitCall[T any](c *Client, sh *shard, spec *permitSpec[T], key string, rule wakeRule, need int64,
 	wait time.Duration) *permitCall[T] {
-	pc := &permitCall[T]{spec: spec}
-	pc.key, pc.rule, pc.need = key, rule, need
+	pc := &permitCall[T]{spec: spec, key: key}
+	pc.rule, pc.need = rule, int32(min(need, 1<<31-1))
 	pc.init(c, sh, pc, wait)
 	return pc
 }
@@ -60,6 +61,8 @@ func (pc *permitCall[T]) run(ctx context.Context, watch bool) (*waiter, *future.
 	return &pc.waiter, pc.p.Future()
 }
 
+func (pc *permitCall[T]) channel() string { return pc.key }
+
 func (pc *permitCall[T]) send() {
 	s, keys, args := pc.spec.attempt()
 	var f *future.Future[resp.Value]
@@ -77,14 +80,14 @@ func (pc *permitCall[T]) onReply(v resp.Value, err error) {
 	pc.settle(o, false)
 }
 
-func (pc *permitCall[T]) grantLocked(*outcome) error {
+func (pc *permitCall[T]) grantLocked(outcome) (*hold, error) {
 	if pc.c.closed.Load() {
-		return ErrClosed
+		return nil, ErrClosed
 	}
-	return nil
+	return nil, nil
 }
 
-func (pc *permitCall[T]) succeed(outcome) {
+func (pc *permitCall[T]) succeed(outcome, *hold) {
 	if !pc.p.Succeed(pc.v) {
 		pc.undo(outcome{})
 		return

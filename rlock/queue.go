@@ -67,11 +67,11 @@ const (
 // whether the caller must subscribe (after releasing the shard mutex).
 func (c *Client) joinLocked(w *waiter) (q *queue, subscribe bool) {
 	sh := w.sh
-	if w.key == "" {
+	if key := w.call.channel(); key == "" {
 		q = sh.sleepers
-	} else if q = sh.queues[w.key]; q == nil {
-		q = &queue{c: c, sh: sh, key: w.key, rule: w.rule}
-		sh.queues[w.key] = q
+	} else if q = sh.queues[key]; q == nil {
+		q = &queue{c: c, sh: sh, key: key, rule: w.rule}
+		sh.queues[key] = q
 		subscribe = true
 	}
 	w.q = q
@@ -166,10 +166,10 @@ func (q *queue) wakeLocked(payload string, resubscribed bool) (one *waiter, more
 	}
 	for w := q.head; w != nil; w = w.next {
 		if budget >= 0 {
-			if budget < w.need {
+			if budget < int64(w.need) {
 				break // queue order is kept: a waiter the permits do not cover stops the wake-up
 			}
-			budget -= w.need
+			budget -= int64(w.need)
 		}
 		switch {
 		case w.state == wIdle && q.subscribed:

@@ -2,8 +2,10 @@ package rlock
 
 import (
 	"testing"
+	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/timer"
 )
 
 // The wake rules of the waiting engine, on queues built by hand: which waiters a message sets attempting.
@@ -11,14 +13,15 @@ import (
 // stubCall records attempts instead of sending them.
 type stubCall struct{ sends int }
 
-func (s *stubCall) send()                      { s.sends++ }
-func (s *stubCall) grantLocked(*outcome) error { return nil }
-func (s *stubCall) succeed(outcome)            {}
-func (s *stubCall) fail(error) bool            { return true }
-func (s *stubCall) undo(outcome)               {}
-func (s *stubCall) giveBackResult()            {}
-func (s *stubCall) left()                      {}
-func (s *stubCall) lostInFlight()              {}
+func (s *stubCall) channel() string                    { return "ch" }
+func (s *stubCall) send()                              { s.sends++ }
+func (s *stubCall) grantLocked(outcome) (*hold, error) { return nil, nil }
+func (s *stubCall) succeed(outcome, *hold)             {}
+func (s *stubCall) fail(error) bool                    { return true }
+func (s *stubCall) undo(outcome)                       {}
+func (s *stubCall) giveBackResult()                    {}
+func (s *stubCall) left()                              {}
+func (s *stubCall) lostInFlight()                      {}
 
 // testQueue builds a subscribed queue of waiters needing the given permits, all idle except those marked busy
 // (an attempt in flight).
@@ -27,7 +30,7 @@ func testQueue(rule wakeRule, needs []int64, busy map[int]bool) (*queue, []*wait
 	sh := &shard{queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
 	ws := make([]*waiter, len(needs))
 	for i, n := range needs {
-		w := &waiter{c: c, sh: sh, key: "ch", rule: rule, need: n, state: wIdle}
+		w := &waiter{c: c, sh: sh, rule: rule, need: int32(n), state: wIdle}
 		w.call = &stubCall{}
 		if busy[i] {
 			w.state = wAttempting
@@ -163,12 +166,28 @@ func TestNonHeadThatLeavesPassesAnUnusedWakeUpOn(t *testing.T) {
 }
 
 func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
-	q, ws := testQueue(wakeOne, []int64{1, 1}, map[int]bool{0: true})
-	for _, w := range ws {
-		w.exclusive = true
+	tm := timer.New(timer.Config{})
+	defer tm.Stop()
+	c := &Client{timer: tm, epoch: time.Now()}
+	sh := &shard{queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
+	lo := &lockObject{c: c, sh: sh, name: "x", keys: []string{"x", "ch"}}
+	var ws []*lockCall
+	for i := range 2 {
+		lc := &lockCall{lo: lo, lease: time.Second}
+		lc.waiter = waiter{c: c, sh: sh, call: lc, rule: wakeOne, need: 1, exclusive: true, state: wIdle}
+		if i == 0 {
+			lc.state = wAttempting
+		}
+		c.joinLocked(&lc.waiter)
+		ws = append(ws, lc)
 	}
+	q := sh.queues["ch"]
+	q.subscribed = true
 	act := ws[0].leaveLocked(true)
-	if act.attempt != nil || ws[1].state != wIdle || q.head != ws[1] {
+	if act.attempt != nil || ws[1].state != wIdle || q.head != &ws[1].waiter {
 		t.Fatal("the next head attempted while the lock is held by the head that left")
+	}
+	if ws[1].tm == nil {
+		t.Fatal("the next head has no bound: it would wait for a release message alone")
 	}
 }

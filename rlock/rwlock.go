@@ -94,8 +94,8 @@ func (rw *ReadWriteLock) RemainTimeToLive(ctx context.Context) (time.Duration, e
 // waiters wait on the lock's one channel, where a write unlock ("1") wakes them all.
 
 func (r *ReadLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return rwReadAcquireScript, []string{r.name, rwHoldPrefix(r.name, lc.own.id)},
-		[]string{lc.leaseArg, lc.own.id, writeField(lc.own.id)}
+	return rwReadAcquireScript, []string{r.name, rwHoldPrefix(r.name, lc.owner)},
+		[]string{lc.leaseArg(), lc.owner, writeField(lc.owner)}
 }
 
 func (r *ReadLock) decode(v resp.Value, err error) outcome {
@@ -105,7 +105,9 @@ func (r *ReadLock) decode(v resp.Value, err error) outcome {
 	return parseAcquire(v)
 }
 
-func (r *ReadLock) wait(lc *lockCall) { lc.key, lc.rule = r.rw.ch, wakeRW }
+func (r *ReadLock) channel(*lockCall) string { return r.rw.ch }
+
+func (r *ReadLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
 func (r *ReadLock) left(*lockCall) {}
 
@@ -196,7 +198,7 @@ func (r *ReadLock) HoldCount(held context.Context) (int, error) {
 // The write half's rules: exclusive, on the lock's one channel.
 
 func (wl *WriteLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return rwWriteAcquireScript, []string{wl.name}, []string{lc.leaseArg, writeField(lc.own.id), lc.own.id}
+	return rwWriteAcquireScript, []string{wl.name}, []string{lc.leaseArg(), writeField(lc.owner), lc.owner}
 }
 
 // decode maps the script's RWUPGRADE error reply (the owner holds a read hold: it would wait for itself) to
@@ -211,7 +213,9 @@ func (wl *WriteLock) decode(v resp.Value, err error) outcome {
 	return parseAcquire(v)
 }
 
-func (wl *WriteLock) wait(lc *lockCall) { lc.key, lc.rule = wl.rw.ch, wakeRW }
+func (wl *WriteLock) channel(*lockCall) string { return wl.rw.ch }
+
+func (wl *WriteLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
 func (wl *WriteLock) left(*lockCall) {}
 

@@ -151,6 +151,16 @@ for i = 1, #KEYS do
 end
 return table.concat(r)`
 
+// statusSrc reads a lock's key in one step, so that the owners and the TTL it reports belong to the same moment.
+//
+//	KEYS[1] lock name
+//
+// Reply: {type, PTTL} for a key that is not a hash (type "none" when there is no key), {"hash", PTTL, HGETALL}
+// for a hash.
+const statusSrc = `local t = redis.call('type', KEYS[1]).ok
+if t ~= 'hash' then return {t, redis.call('pttl', KEYS[1])} end
+return {t, redis.call('pttl', KEYS[1]), redis.call('hgetall', KEYS[1])}`
+
 // unlockMessage is the payload Redisson publishes on a lock's channel when the lock is released
 // (LockPubSub.UNLOCK_MESSAGE).
 const unlockMessage = "0"
@@ -162,4 +172,5 @@ var (
 	handoffScript     = conn.NewScript(handoffSrc)
 	forceUnlockScript = conn.NewScript(forceUnlockSrc)
 	renewScript       = conn.NewScript(renewSrc)
+	statusScript      = conn.NewScript(statusSrc)
 )

@@ -24,20 +24,20 @@ type unlockOp struct {
 	p     future.Promise[struct{}]
 	c     *Client
 	sh    *shard
-	kind  holdKind
-	name  string
-	owner string
-	keys  []string  // the release script's keys (the plain lock: the handle's {name, channel}, shared)
+	keys  []string  // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
+	owner string    // <clientUUID>:<ownerID>
 	h     *hold     // the local hold, nil when this client records none for the owner
 	next  *lockCall // hand-off target (state wGranting), or nil
 
-	expect   int64  // hold count the owner is expected to have; 0: unknown (no local hold)
-	lease    string // lease re-armed by a partial release
-	final    bool   // releases the last local hold: h is holdReleasing
-	attempts int    // retries made
-	retried  bool   // an earlier attempt may have run on the server
-	adopted  bool   // expect was corrected from the server's count once
-	sentAt   time.Duration
+	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
+	lease  string        // lease re-armed by a partial release
+	sentAt time.Duration // when the attempt in flight was sent
+
+	kind     holdKind
+	final    bool  // releases the last local hold: h is holdReleasing
+	retried  bool  // an earlier attempt may have run on the server
+	adopted  bool  // expect was corrected from the server's count once
+	attempts uint8 // retries made
 }
 
 // unlock starts the release of one hold of kind of the lock name by owner. keys are the release script's keys,
@@ -46,7 +46,7 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	if keys == nil {
 		keys = c.releaseKeys(kind, name, owner)
 	}
-	op := &unlockOp{c: c, sh: sh, kind: kind, name: name, owner: owner, keys: keys}
+	op := &unlockOp{c: c, sh: sh, kind: kind, owner: owner, keys: keys}
 	sh.mu.Lock()
 	h := sh.holds[holdKey{name, kind.field(owner)}]
 	switch {
@@ -94,7 +94,7 @@ func (c *Client) releaseOrphan(kind holdKind, name, owner string, count int64) {
 	if c.closed.Load() {
 		return
 	}
-	s, keys, args := c.releaseCmd(kind, name, c.releaseKeys(kind, name, owner), owner, count, c.cfg.watchdogMillis)
+	s, keys, args := c.releaseCmd(kind, c.releaseKeys(kind, name, owner), owner, count, c.cfg.watchdogMillis)
 	c.conn.Eval(background, s, keys, args...).OnComplete(func(_ resp.Value, err error) {
 		if err != nil {
 			c.log.Warn("rlock: releasing an orphaned grant failed; it ends with its lease",
@@ -118,7 +118,7 @@ func (c *Client) releaseKeys(kind holdKind, name, owner string) []string {
 
 // releaseCmd builds kind's release of one hold of owner, expecting expect holds (0: any), re-arming lease (in
 // milliseconds) while holds remain.
-func (c *Client) releaseCmd(kind holdKind, name string, keys []string, owner string, expect int64,
+func (c *Client) releaseCmd(kind holdKind, keys []string, owner string, expect int64,
 	lease string) (*conn.Script, []string, []string) {
 	exp := strconv.FormatInt(expect, 10) // small counts come from strconv's static table: no allocation
 	switch kind {
@@ -147,14 +147,14 @@ func (op *unlockOp) send() {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
 		if op.next != nil {
-			c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease, unlockMessage, op.next.own.id,
-				op.next.leaseArg).OnComplete(op.onHandoff)
+			c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease, unlockMessage, op.next.owner,
+				op.next.leaseArg()).OnComplete(op.onHandoff)
 			return
 		}
 		c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease, unlockMessage).OnComplete(op.onRelease)
 		return
 	}
-	s, keys, args := c.releaseCmd(op.kind, op.name, op.keys, op.owner, op.expect, op.lease)
+	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
 	c.conn.Eval(background, s, keys, args...).OnComplete(op.onRelease)
 }
 
@@ -163,7 +163,7 @@ func (op *unlockOp) send() {
 // then changes nothing).
 func (op *unlockOp) retry(err error) bool {
 	c := op.c
-	if c.closed.Load() || op.attempts >= c.cfg.RetryAttempts {
+	if c.closed.Load() || int(op.attempts) >= c.cfg.RetryAttempts {
 		return false
 	}
 	ambiguous := errors.Is(err, conn.ErrConnLost)

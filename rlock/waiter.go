@@ -60,15 +60,18 @@ const recheckBound = time.Second
 
 // waitCall is the typed side of a waiter: what it sends and what a grant means for it.
 type waitCall interface {
+	// channel is the channel the call is woken on, the key of its queue ("" : woken by its timer alone).
+	channel() string
 	// send sends one attempt (the waiter is wAttempting); its reply must reach settle. Called without the shard
 	// mutex.
 	send()
 	// grantLocked records a grant before the call completes (a lock: its hold, so that the renewal is registered
-	// first). An error turns the grant into a failure, and the grant is given back. Called with the shard mutex.
-	grantLocked(o *outcome) error
-	// succeed completes the call with its grant; when the caller's future failed meanwhile (context, wait), the
-	// grant is given back instead. Called without the shard mutex.
-	succeed(o outcome)
+	// first) and returns the hold (nil for calls that hold nothing). An error turns the grant into a failure, and
+	// the grant is given back. Called with the shard mutex.
+	grantLocked(o outcome) (*hold, error)
+	// succeed completes the call with its grant (and the hold grantLocked made); when the caller's future failed
+	// meanwhile (context, wait), the grant is given back instead. Called without the shard mutex.
+	succeed(o outcome, h *hold)
 	// fail completes the call with err and reports whether it did (false: it was complete already).
 	fail(err error) bool
 	// undo gives back a grant that no caller will see: it could not be recorded, or it arrived after Close.
@@ -97,32 +100,33 @@ type outcome struct {
 
 // waiter is the engine's part of one call in progress. The typed side embeds it, so a call is one allocation.
 type waiter struct {
-	c         *Client
-	sh        *shard
-	call      waitCall
-	key       string        // its queue: the channel it is woken on; "" = woken by its timer alone
-	rule      wakeRule      // how a message on the channel wakes waiters
-	need      int64         // permits the call takes (wakePermits), 1 otherwise
-	lease     time.Duration // locks: the lease a grant gives (the next head's bound while the lock is held)
-	startAt   time.Duration // on c.now(): when the call began
-	deadline  time.Duration // on c.now(); 0 = wait as long as the context allows
-	noWait    bool          // one attempt (a Try with wait 0)
-	exclusive bool          // a grant excludes the next waiter (exclusive locks), which then waits for a release
-	queueNew  bool          // a new call queues behind this client's waiters instead of attempting first
-	resend    bool          // an attempt that may have run (conn.ErrConnLost) may be sent again: it is read-only
-	handoff   bool          // an Unlock of the plain lock may hand the lock straight to this call
-	stopCtx   func() bool   // stops the AfterFunc of an async call; set before the waiter is shared
+	c        *Client
+	sh       *shard
+	call     waitCall
+	startAt  time.Duration // on c.now(): when the call began
+	deadline time.Duration // on c.now(); 0 = wait as long as the context allows
+	stopCtx  func() bool   // stops the AfterFunc of an async call; set before the waiter is shared
+
+	// Set before the waiter is shared, then read-only. (The small fields are kept together: a waiter is allocated
+	// on every acquire, and this keeps the plain lock's call in the allocation size class it had.)
+	need      int32    // permits the call takes (wakePermits), 1 otherwise
+	rule      wakeRule // how a message on the call's channel wakes waiters
+	noWait    bool     // one attempt (a Try with wait 0)
+	exclusive bool     // a grant excludes the next waiter (exclusive locks), which then waits for a release
+	queueNew  bool     // a new call queues behind this client's waiters instead of attempting first
+	resend    bool     // an attempt that may have run (conn.ErrConnLost) may be sent again: it is read-only
+	handoff   bool     // an Unlock of the plain lock may hand the lock straight to this call
 
 	// Guarded by the shard mutex.
 	state      waitState
 	again      bool  // woken while an attempt was in flight: attempt again at once when it is refused
+	tmDeadline bool  // tm fires at the deadline (and is kept across attempts)
+	retries    uint8 // resends of the current attempt
 	abandoned  error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
 	q          *queue
 	prev, next *waiter
 	tm         *timer.Timeout
-	tmAt       time.Duration // when tm fires, on c.now()
 	sentAt     time.Duration // when the attempt or hand-off in flight was sent
-	retries    int
 }
 
 // init prepares a waiter for a call starting now. wait < 0 waits as long as the context allows; 0 makes one
@@ -160,7 +164,7 @@ func (w *waiter) stopWatch() {
 // otherwise wait for its own owner).
 func (w *waiter) startLocked(barge bool) bool {
 	if w.queueNew && !barge && !w.noWait {
-		if q := w.sh.queues[w.key]; q != nil && q.n > 0 {
+		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
 			w.c.joinLocked(w)
 			w.state = wIdle
 			w.armLocked(0)
@@ -212,7 +216,7 @@ func (w *waiter) settle(o outcome, handoff bool) {
 		return
 	}
 	if o.granted {
-		err := w.call.grantLocked(&o)
+		h, err := w.call.grantLocked(o)
 		act := w.leaveLocked(err == nil)
 		sh.mu.Unlock()
 		act.run()
@@ -221,7 +225,7 @@ func (w *waiter) settle(o outcome, handoff bool) {
 			w.call.undo(o)
 			return
 		}
-		w.call.succeed(o)
+		w.call.succeed(o, h)
 		return
 	}
 
@@ -289,7 +293,7 @@ func (w *waiter) settle(o outcome, handoff bool) {
 func (w *waiter) retryLocked(err error, handoff bool) bool {
 	c := w.c
 	safe := errors.Is(err, conn.ErrUnavailable) || (w.resend && errors.Is(err, conn.ErrConnLost))
-	if handoff || !safe || w.retries >= c.cfg.RetryAttempts || w.abandoned != nil {
+	if handoff || !safe || int(w.retries) >= c.cfg.RetryAttempts || w.abandoned != nil {
 		return false
 	}
 	w.retries++
@@ -354,7 +358,7 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 		case nh.state != wIdle || q.key == "":
 			// Busy, or a timer-only waiter, which keeps its own bound.
 		case granted && w.exclusive:
-			nh.armLocked(w.lease)
+			nh.armLocked(w.call.(*lockCall).lease) // only locks are exclusive
 		case q.subscribed:
 			nh.again = false
 			nh.beginAttemptLocked()
@@ -387,23 +391,23 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 // timer (a waiter behind the head of a queue, without deadline: the head's progress moves it).
 func (w *waiter) armLocked(bound time.Duration) {
 	now := w.c.now()
-	at := time.Duration(-1)
+	at, atDeadline := time.Duration(-1), false
 	if bound > 0 {
 		at = now + bound
 	}
-	if w.deadline != 0 && (at < 0 || w.deadline < at) {
-		at = w.deadline
+	if w.deadline != 0 && (at < 0 || w.deadline <= at) {
+		at, atDeadline = w.deadline, true
 	}
 	if at < 0 {
 		w.stopTimerLocked()
 		return
 	}
-	if w.tm != nil && w.tmAt == at {
-		return // armed already (the deadline, kept across attempts)
+	if atDeadline && w.tm != nil && w.tmDeadline {
+		return // armed already: the deadline's timer is kept across attempts
 	}
 	w.stopTimerLocked()
 	if tm, err := w.c.timer.NewTimeout(w, max(at-now, 0)); err == nil {
-		w.tm, w.tmAt = tm, at
+		w.tm, w.tmDeadline = tm, atDeadline
 	}
 }
 

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
@@ -91,61 +89,25 @@ func (r *rlockLocker) ForceUnlock(ctx context.Context, name string) (bool, error
 // Close implements locker.
 func (r *rlockLocker) Close() error { return r.c.Close() }
 
-// statusScript reads the key's type, PTTL and (for a hash) its fields in one atomic step, so the owners and the
-// TTL shown belong to the same moment. rlock has no public call returning the owners of a lock (only IsLocked,
-// IsHeldBy for one owner and RemainTimeToLive), so the CLI reads the hash itself through the transport.
-var statusScript = conn.NewScript(`local t = redis.call('type', KEYS[1]).ok
-if t ~= 'hash' then return {t, redis.call('pttl', KEYS[1])} end
-return {t, redis.call('pttl', KEYS[1]), redis.call('hgetall', KEYS[1])}`)
-
-// Status implements locker.
+// Status implements locker with rlock's Lock.Status: the key's owners, hold counts, mode and TTL, read in one
+// atomic step.
 func (r *rlockLocker) Status(ctx context.Context, name string) (lockStatus, error) {
-	if name == "" {
-		return lockStatus{}, &rlock.ArgumentError{Op: "status", Arg: "name", Value: `""`, Reason: "must not be empty"}
+	st, err := r.c.Lock(name).Status(ctx)
+	var nl *rlock.NotLockError
+	if errors.As(err, &nl) {
+		return lockStatus{}, &notLockError{name: name, detail: nl.Detail}
 	}
-	v, err := r.c.Conn().Eval(ctx, statusScript, []string{name}).Get(ctx)
 	if err != nil {
 		return lockStatus{}, err
 	}
-	if len(v.Elems) < 2 {
-		return lockStatus{}, fmt.Errorf("unexpected reply to the status script: %s", v)
+	out := lockStatus{Name: name, Type: "none", Mode: st.Mode, TTL: st.TTL}
+	if st.Locked {
+		out.Type = "hash"
 	}
-	st := lockStatus{Name: name}
-	if st.Type, err = v.Elems[0].AsString(); err != nil {
-		return lockStatus{}, err
+	for _, o := range st.Owners {
+		out.Holders = append(out.Holders, holder{Owner: o.ID, Holds: o.Holds})
 	}
-	ttl, err := v.Elems[1].AsInt64()
-	if err != nil {
-		return lockStatus{}, err
-	}
-	if ttl < 0 {
-		st.TTL = time.Duration(ttl) // rlock.TTLNoKey or rlock.TTLNoExpiry, as PTTL reports them
-	} else {
-		st.TTL = time.Duration(ttl) * time.Millisecond
-	}
-	switch {
-	case st.Type == "none":
-		return st, nil
-	case st.Type != "hash":
-		return st, &notLockError{name: name, detail: "it holds a " + st.Type}
-	case len(v.Elems) < 3:
-		return lockStatus{}, fmt.Errorf("unexpected reply to the status script: %s", v)
-	}
-	fields := v.Elems[2].Elems
-	for i := 0; i+1 < len(fields); i += 2 {
-		f, val := fields[i].Str, fields[i+1].Str
-		if f == "mode" {
-			st.Mode = val // a Redisson read-write lock: mode read|write, owner fields as a lock's
-			continue
-		}
-		n, perr := strconv.ParseInt(val, 10, 64)
-		if perr != nil {
-			return st, &notLockError{name: name, detail: fmt.Sprintf("field %q holds %q, not a hold count", f, val)}
-		}
-		st.Holders = append(st.Holders, holder{Owner: f, Holds: n})
-	}
-	slices.SortFunc(st.Holders, func(a, b holder) int { return strings.Compare(a.Owner, b.Owner) })
-	return st, nil
+	return out, nil
 }
 
 // notLockError reports a key that exists under the lock's name but is not a lock.
