@@ -159,20 +159,21 @@ func (c *Client) do(ctx context.Context, s *Script, keys, args []string, routeKe
 		p.SetDriver(pc.lane)
 		e.driven = true
 	}
-	e.stop = afterCancel(ctx, p)
+	if done := ctx.Done(); done != nil {
+		// The connection watches ctx (ctxWatch) and fails p when it ends; a Get with the same context waits on p
+		// alone.
+		p.CancelledBy(done)
+	}
 	// A connection picked may close before send locks it: pick again (its replacement, or none).
 	for range len(n.pool.all) + 1 {
 		if pc == nil {
 			break
 		}
-		if pc.send(e, s, keys, args) == nil {
+		if pc.send(ctx, e, s, keys, args) == nil {
 			return p.Future()
 		}
 		pc = n.pool.pick()
 		e.driven = false // the driver, if any, is the closed lane's: a Get on p finds nothing to read there
-	}
-	if e.stop != nil {
-		e.stop()
 	}
 	p.Fail(c.unavailable(n))
 	return p.Future()
@@ -236,23 +237,27 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 			es[i].driven = true
 		}
 	}
+	watchCtx := ctx // a standalone connection watches ctx itself (ctxWatch)
 	if done := ctx.Done(); done != nil {
 		for _, p := range ps {
-			p.CancelledBy(done) // see afterCancel
+			p.CancelledBy(done) // see do
 		}
-		// One AfterFunc for the whole batch, unregistered with the last reply.
-		es[len(es)-1].stop = context.AfterFunc(ctx, func() {
-			for _, p := range ps {
-				p.Fail(ctx.Err())
-			}
-		})
+		if c.rt != nil {
+			// One AfterFunc for the whole batch, unregistered with the last reply.
+			es[len(es)-1].stop = context.AfterFunc(ctx, func() {
+				for _, p := range ps {
+					p.Fail(ctx.Err())
+				}
+			})
+			watchCtx = context.Background()
+		}
 	}
 	if n != nil {
 		for range len(n.pool.all) + 1 {
 			if pc == nil {
 				break
 			}
-			if err := pc.sendBatch(es, cmds); err == nil {
+			if err := pc.sendBatch(watchCtx, es, cmds); err == nil {
 				return futs
 			}
 			pc = n.pool.pick()

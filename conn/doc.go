@@ -106,10 +106,12 @@
 //     nothing waits for a server known to be down, and a command issued during a quick reconnect is not lost.
 //     (That is the standalone Client; a Sentinel or cluster Client retries such commands: see Topologies.)
 //   - Context: when a command's context ends first, its future completes with ctx.Err(); the reply is still read
-//     in order and discarded, so the pipeline stays in step (context.AfterFunc, registered only for contexts that
-//     can end). The promise records that context's Done channel (future.Promise.CancelledBy), so a Get with the
-//     same context waits on the future alone: one channel receive instead of a select, whose lock on the
-//     context's Done channel is shared by every goroutine waiting on that context.
+//     in order and discarded, so the pipeline stays in step. A standalone connection watches each context with
+//     commands in flight on it once (one context.AfterFunc, however many commands share the context: ctxwatch.go);
+//     a Sentinel or cluster command, which may move to another connection, carries an AfterFunc of its own.
+//     Contexts that cannot end cost nothing. The promise records the context's Done channel
+//     (future.Promise.CancelledBy), so a Get with the same context waits on the future alone: one channel receive
+//     instead of a select, whose lock on the context's Done channel is shared by every goroutine waiting on it.
 //   - Response timeout: one periodic check per connection on the wheel (not a timer per command) resets a
 //     connection whose reply counter did not move for ResponseTimeout while written commands awaited replies
 //     (replies are FIFO, so that is exactly "the oldest reply is late"). The same check sends a PING after
@@ -121,8 +123,9 @@
 // One allocation per command, the promise, when the context cannot end (context.Background, or
 // context.WithoutCancel(ctx) with the wait bounded by Get(ctx) instead): the variadic arguments stay on the
 // caller's stack, entries live by value in the FIFO ring, and replies decode into reused scratch space. A context
-// that can end adds a context.AfterFunc registration (3 more allocations). No goroutine per command, no timer per
-// command, one write syscall per batch.
+// that can end costs a map lookup when other commands with the same context are in flight on the connection, and
+// otherwise a context.AfterFunc registration (a few allocations; see ctxwatch.go). No goroutine per command, no
+// timer per command, one write syscall per batch.
 //
 // # Scripts
 //

@@ -47,6 +47,9 @@ type pending struct {
 	// stop unregisters the context.AfterFunc that completes p when the caller's context ends; nil when the
 	// context cannot end.
 	stop func() bool
+	// watch is the connection's watch of the command's context (standalone connections: see ctxWatch), instead
+	// of stop; nil when the context cannot end.
+	watch *ctxWatch
 
 	ch *channel // kindSubscribe, kindResubscribe, kindUnsubscribe: the pub/sub channel
 

@@ -67,6 +67,14 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 	pc.inflight.Add(-int32(replies))
 	if pc.ps == nil {
 		pc.handleResendsLocked(popped, vals[:replies])
+		for i := range popped {
+			// Entries re-sent after NOSCRIPT (kindResent) keep their watch on the re-queued copy.
+			if e := &popped[i]; e.watch != nil && e.kind == kindUser {
+				if stop := pc.unwatchLocked(e.watch); stop != nil {
+					pc.stops = append(pc.stops, stop)
+				}
+			}
+		}
 	}
 	pc.lastTurn = replies
 	if pc.state == stateOpen {
@@ -74,6 +82,11 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 	}
 	pc.mu.Unlock()
 	pc.replies.Add(uint64(replies))
+	for i, stop := range pc.stops {
+		stop()
+		pc.stops[i] = nil
+	}
+	pc.stops = pc.stops[:0]
 	if fault != nil {
 		pc.reset("protocol", fault)
 	}

@@ -347,7 +347,7 @@ func TestLaneDriverHandsTheRestToTheBackground(t *testing.T) {
 		if driven {
 			p.SetDriver(lane.lane)
 		}
-		if err := lane.send(pending{p: p, kind: kindUser, slot: -1, driven: driven}, nil, nil, []string{"ECHO", payload}); err != nil {
+		if err := lane.send(context.Background(), pending{p: p, kind: kindUser, slot: -1, driven: driven}, nil, nil, []string{"ECHO", payload}); err != nil {
 			t.Fatal(err)
 		}
 		return p.Future()

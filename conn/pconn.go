@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -85,15 +86,17 @@ type pconn struct {
 	closeErr     error            // the error later commands fail with, once closed
 	health       healthState
 	check        *timer.Timeout
+	watches      map[<-chan struct{}]*ctxWatch // contexts of the commands in flight (standalone only; see ctxWatch)
 
 	// Owned by the flusher (event loop or writer goroutine): the buffer swapped in for out at the next takeOut.
 	spare []byte
 
 	// Owned by the reader (event loop or reader goroutine).
 	dec      resp.Decoder
-	vals     []resp.Value // scratch: replies decoded in this turn
-	popped   []pending    // scratch: their entries
-	reroutes []*resend    // scratch: refused commands of this turn, for rt
+	vals     []resp.Value  // scratch: replies decoded in this turn
+	popped   []pending     // scratch: their entries
+	reroutes []*resend     // scratch: refused commands of this turn, for rt
+	stops    []func() bool // scratch: AfterFuncs of watches released in this turn
 }
 
 // maxKeptBuffer is the capacity above which a written buffer is dropped rather than reused, so that one burst does
@@ -115,15 +118,19 @@ func (pc *pconn) usable() bool { return connState(pc.st.Load()) != stateClosed }
 func (pc *pconn) isOpen() bool { return connState(pc.st.Load()) == stateOpen }
 
 // send queues one caller command, described by e (its promise or syncOp, context stop, slot), and arranges for it to
-// be written; for a SendAndWait command (e.op) its WAIT follows at once. It returns a non-nil error (and queues
-// nothing) when the connection is closed. Safe for concurrent use; never blocks beyond mu and, when the connection
-// is idle, one non-blocking write.
-func (pc *pconn) send(e pending, s *Script, keys, args []string) error {
+// be written; for a SendAndWait command (e.op) its WAIT follows at once. On a standalone connection, a ctx that can
+// end is watched by the connection (ctxWatch); callers that watch it themselves (e.stop) pass
+// context.Background(). It returns a non-nil error (and queues nothing) when the connection is closed. Safe for
+// concurrent use; never blocks beyond mu and, when the connection is idle, one non-blocking write.
+func (pc *pconn) send(ctx context.Context, e pending, s *Script, keys, args []string) error {
 	pc.mu.Lock()
 	if pc.state == stateClosed {
 		err := pc.closeErr
 		pc.mu.Unlock()
 		return err
+	}
+	if pc.rt == nil && ctx.Done() != nil {
+		e.watch = pc.watchLocked(ctx)
 	}
 	pc.appendUserLocked(e, s, keys, args)
 	if e.op != nil {
@@ -140,17 +147,23 @@ func (pc *pconn) send(e pending, s *Script, keys, args []string) error {
 }
 
 // sendBatch queues several caller commands contiguously, so that they leave in one write and reach the server back
-// to back. es[i] describes cmds[i]; the last entry carries the context stop of the whole batch. It returns a
-// non-nil error (and queues nothing) when the connection is closed.
-func (pc *pconn) sendBatch(es []pending, cmds []Cmd) error {
+// to back. es[i] describes cmds[i]; ctx is watched as in send, or the last entry carries the context stop of the
+// whole batch (ctx then context.Background()). It returns a non-nil error (and queues nothing) when the connection
+// is closed.
+func (pc *pconn) sendBatch(ctx context.Context, es []pending, cmds []Cmd) error {
 	pc.mu.Lock()
 	if pc.state == stateClosed {
 		err := pc.closeErr
 		pc.mu.Unlock()
 		return err
 	}
+	watch := pc.rt == nil && ctx.Done() != nil
 	for i := range cmds {
-		pc.appendUserLocked(es[i], cmds[i].Script, cmds[i].Keys, cmds[i].Args)
+		e := es[i]
+		if watch {
+			e.watch = pc.watchLocked(ctx)
+		}
+		pc.appendUserLocked(e, cmds[i].Script, cmds[i].Keys, cmds[i].Args)
 	}
 	bell := pc.flushLocked()
 	lane := pc.lane
@@ -392,8 +405,11 @@ func (pc *pconn) closeState(op string, err error, only connState) bool {
 		// Nothing queued here was ever written: the router sends it again once the topology says where.
 		rescued = pc.rescueLocked(failWith)
 	}
-	entries := pc.closeLocked(failWith)
+	entries, stops := pc.closeLocked(failWith)
 	pc.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 
 	if pc.owner != nil {
 		pc.owner.connClosed(pc, wasOpen, failWith)
@@ -452,16 +468,20 @@ func (pc *pconn) shutdown() {
 		return
 	}
 	tr := pc.tr
-	entries := pc.closeLocked(ErrClosed)
+	entries, stops := pc.closeLocked(ErrClosed)
 	pc.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
 	pc.failAll(entries, ErrClosed)
 	if tr != nil {
 		tr.close()
 	}
 }
 
-// closeLocked moves to stateClosed and returns the entries to fail.
-func (pc *pconn) closeLocked(err error) []pending {
+// closeLocked moves to stateClosed and returns the entries to fail, and the context watches' AfterFuncs to
+// unregister.
+func (pc *pconn) closeLocked(err error) ([]pending, []func() bool) {
 	pc.state = stateClosed
 	pc.st.Store(int32(stateClosed))
 	pc.closeErr = err
@@ -474,7 +494,7 @@ func (pc *pconn) closeLocked(err error) []pending {
 		pc.check.Cancel()
 		pc.check = nil
 	}
-	return entries
+	return entries, pc.takeWatchesLocked()
 }
 
 // failAll completes every entry with err (outside mu: completions run callbacks).

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
@@ -135,7 +136,7 @@ func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool
 			if pc == nil {
 				break
 			}
-			if pc.send(e, s, keys, args) == nil {
+			if pc.send(context.Background(), e, s, keys, args) == nil { // e.stop watches ctx
 				return
 			}
 		}

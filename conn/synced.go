@@ -66,7 +66,7 @@ func (c *Client) SendAndWait(ctx context.Context, cmd Cmd, replicas int, timeout
 		if pc == nil {
 			break
 		}
-		if pc.send(e, cmd.Script, cmd.Keys, cmd.Args) == nil {
+		if pc.send(context.Background(), e, cmd.Script, cmd.Keys, cmd.Args) == nil { // op.stop watches ctx
 			return op.p.Future()
 		}
 	}
