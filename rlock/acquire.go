@@ -17,16 +17,14 @@ import (
 // lockObject is what every lock handle shares: the client, the name, the layout of its holds, and, for the kinds
 // other than the plain lock, the rules of its acquire.
 type lockObject struct {
-	c     *Client
-	name  string
-	sh    *shard
+	object
 	keys  []string // the plain layout's {name, unlock channel}: shared by every command of the handle
 	kind  holdKind
 	rules lockRules // nil: the plain lock
 }
 
 func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lockObject {
-	lo := lockObject{c: c, name: name, sh: c.shard(name), kind: kind, rules: rules}
+	lo := lockObject{object: c.newObject(name), kind: kind, rules: rules}
 	if kind == kindPlain {
 		lo.keys = []string{name, channelName(name)}
 	}
@@ -102,6 +100,38 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	}
 	lc.start()
 	return lc, lc.p.Future()
+}
+
+// lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
+// waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is released.
+func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
+	lc, f := lo.acquire(ctx, op, wait, lease, false)
+	if lc == nil {
+		return f.Get(ctx)
+	}
+	return waitSync(ctx, &lc.waiter, f)
+}
+
+// lockAsync starts an acquire for an async call (every lock's LockAsync, LockLeaseAsync and TryLockAsync).
+func (lo *lockObject) lockAsync(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
+	_, f := lo.acquire(ctx, op, wait, lease, true)
+	return f
+}
+
+// leaseFormError checks LockLease's lease: 0 would be Lock's watchdog.
+func leaseFormError(op string, lease time.Duration) error {
+	if lease == 0 {
+		return leaseError(op, lease, "must be at least 1ms (use Lock for the watchdog)")
+	}
+	return nil
+}
+
+// tryFormError checks a Try call's wait: 0 makes one attempt, a negative one is an error (not "forever").
+func tryFormError(op string, wait time.Duration) error {
+	if wait < 0 {
+		return waitError(op, wait)
+	}
+	return nil
 }
 
 // start sends lc's first attempt, or queues it behind this client's waiters for the same lock, or waits for a

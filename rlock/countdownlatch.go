@@ -18,16 +18,14 @@ import (
 //
 // Obtain it with Client.CountDownLatch; it is cheap, sends nothing until used, and is safe for concurrent use.
 type CountDownLatch struct {
-	c    *Client
-	name string
-	sh   *shard
+	object
 	keys []string // {name, channel}
 }
 
 // CountDownLatch returns a handle on the latch called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) CountDownLatch(name string) *CountDownLatch {
-	return &CountDownLatch{c: c, name: name, sh: c.shard(name), keys: []string{name, latchChannelName(name)}}
+	return &CountDownLatch{object: c.newObject(name), keys: []string{name, latchChannelName(name)}}
 }
 
 // Name returns the latch's name (its Redis key).
@@ -36,7 +34,7 @@ func (l *CountDownLatch) Name() string { return l.name }
 // TrySetCount sets the count if the latch is open (no count set), and reports whether it did. count must be
 // positive. It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
-	if err := l.c.check("CountDownLatch.TrySetCount", l.name); err != nil {
+	if err := l.check("CountDownLatch.TrySetCount"); err != nil {
 		return false, err
 	}
 	if count <= 0 {
@@ -56,7 +54,7 @@ func (l *CountDownLatch) CountDown(ctx context.Context) (int64, error) {
 
 // CountDownAsync is the asynchronous form of CountDown.
 func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int64] {
-	if err := l.c.check("CountDownLatch.CountDown", l.name); err != nil {
+	if err := l.check("CountDownLatch.CountDown"); err != nil {
 		return future.Completed(int64(0), err)
 	}
 	return future.Then(l.c.callOnce(ctx, conn.Cmd{Script: latchCountDownScript, Keys: l.keys, Args: []string{latchZeroMessage}}), intReply)
@@ -64,7 +62,7 @@ func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int6
 
 // Count returns the current count (0 when open). It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
-	if err := l.c.check("CountDownLatch.Count", l.name); err != nil {
+	if err := l.check("CountDownLatch.Count"); err != nil {
 		return 0, err
 	}
 	return intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.name}}).Get(ctx))
@@ -73,7 +71,7 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // Delete opens the latch whatever its count (releasing every awaiter) and reports whether it was closed. It blocks
 // until the server answers or ctx ends.
 func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
-	if err := l.c.check("CountDownLatch.Delete", l.name); err != nil {
+	if err := l.check("CountDownLatch.Delete"); err != nil {
 		return false, err
 	}
 	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: latchDeleteScript, Keys: l.keys, Args: []string{latchSetMessage}}).Get(ctx))
@@ -81,7 +79,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 }
 
 func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
-	if err := l.c.check(op, l.name); err != nil {
+	if err := l.check(op); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	get := []string{"GET", l.name}
@@ -118,8 +116,8 @@ func (l *CountDownLatch) AwaitAsync(ctx context.Context) *future.Future[struct{}
 // AwaitTimeout waits at most timeout (0: checks once) for the latch to open and reports whether it did; ctx's
 // error when ctx ended first.
 func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration) (bool, error) {
-	if timeout < 0 {
-		return false, waitError("CountDownLatch.AwaitTimeout", timeout)
+	if err := tryFormError("CountDownLatch.AwaitTimeout", timeout); err != nil {
+		return false, err
 	}
 	w, fut := l.await(ctx, "CountDownLatch.AwaitTimeout", timeout, false)
 	_, err := waitSync(ctx, w, fut)
@@ -128,8 +126,8 @@ func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration
 
 // AwaitTimeoutAsync is the asynchronous form of AwaitTimeout.
 func (l *CountDownLatch) AwaitTimeoutAsync(ctx context.Context, timeout time.Duration) *future.Future[bool] {
-	if timeout < 0 {
-		return future.Completed(false, waitError("CountDownLatch.AwaitTimeoutAsync", timeout))
+	if err := tryFormError("CountDownLatch.AwaitTimeoutAsync", timeout); err != nil {
+		return future.Completed(false, err)
 	}
 	_, fut := l.await(ctx, "CountDownLatch.AwaitTimeoutAsync", timeout, true)
 	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })

@@ -11,19 +11,28 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-// startRedis starts a throwaway redis-server for an example (a real program connects to its own Redis).
-func startRedis() (*redistest.Server, func()) {
+// exampleClient starts a throwaway redis-server and a client on it for an example (a real program connects to
+// its own Redis, as Example shows). stop closes both.
+func exampleClient() (c *rlock.Client, srv *redistest.Server, stop func()) {
 	srv, err := redistest.StartServer()
 	if err != nil {
 		panic(err)
 	}
-	return srv, func() { srv.Close() }
+	c, err = rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
+	if err != nil {
+		srv.Close()
+		panic(err)
+	}
+	return c, srv, func() { c.Close(); srv.Close() }
 }
 
 // A client, a lock, and the held context that reports what became of the lock.
 func Example() {
-	srv, stop := startRedis()
-	defer stop()
+	srv, err := redistest.StartServer() // a throwaway server: a real program connects to its own Redis
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
 
 	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
 	if err != nil {
@@ -51,13 +60,8 @@ func Example() {
 
 // Acquiring again with the held context re-enters the lock; each Unlock releases one hold.
 func ExampleLock_Lock_reentrant() {
-	srv, stop := startRedis()
+	c, _, stop := exampleClient()
 	defer stop()
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 
 	l := c.Lock("inventory")
 	held, _ := l.Lock(context.Background())
@@ -75,18 +79,13 @@ func ExampleLock_Lock_reentrant() {
 
 // TryLock waits a bounded time; another owner holding the lock makes it return ErrNotAcquired.
 func ExampleLock_TryLock() {
-	srv, stop := startRedis()
+	c, _, stop := exampleClient()
 	defer stop()
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 	ctx := context.Background()
 	l := c.Lock("report")
 
 	held, _ := l.LockLease(ctx, time.Minute) // a fixed lease, no watchdog
-	_, err = l.TryLock(ctx, 100*time.Millisecond, 0)
+	_, err := l.TryLock(ctx, 100*time.Millisecond, 0)
 	fmt.Println(errors.Is(err, rlock.ErrNotAcquired))
 	_ = l.Unlock(held)
 	// Output:
@@ -95,13 +94,8 @@ func ExampleLock_TryLock() {
 
 // The async API: LockAsync returns a future at once; waiting for it holds no goroutine of the library.
 func ExampleLock_LockAsync() {
-	srv, stop := startRedis()
+	c, _, stop := exampleClient()
 	defer stop()
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 	ctx := context.Background()
 	l := c.Lock("batch")
 
@@ -120,16 +114,11 @@ func ExampleLock_LockAsync() {
 
 // Run is executeInLock: acquire, run, always release, return the function's error.
 func ExampleLock_Run() {
-	srv, stop := startRedis()
+	c, _, stop := exampleClient()
 	defer stop()
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 	l := c.Lock("nightly-job")
 
-	err = l.Run(context.Background(), func(held context.Context) error {
+	err := l.Run(context.Background(), func(held context.Context) error {
 		owner, _ := rlock.OwnerOf(held)
 		fmt.Println("running as an owner of client", owner[:len(c.ID())] == c.ID())
 		return nil
@@ -144,13 +133,8 @@ func ExampleLock_Run() {
 // WithOwner pins the owner id, so that another goroutine (or a Java service using the same id) acts as the same
 // holder: here a second goroutine releases the lock the first one took.
 func ExampleWithOwner() {
-	srv, stop := startRedis()
+	c, _, stop := exampleClient()
 	defer stop()
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	defer c.Close()
 	l := c.Lock("handover")
 	job := rlock.WithOwner(context.Background(), "7")
 

@@ -116,63 +116,50 @@ func (l *FairLock) deadlineArg(lc *lockCall) string {
 	return millis(d)
 }
 
-func (l *FairLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	lc, f := l.acquire(ctx, op, wait, lease, false)
-	if lc == nil {
-		return f.Get(ctx)
-	}
-	return waitSync(ctx, &lc.waiter, f)
-}
-
-func (l *FairLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, f := l.acquire(ctx, op, wait, lease, true)
-	return f
-}
-
 // Lock acquires the lock with the watchdog, in turn: it blocks until the lock is held or ctx ends (then ctx's
 // error; the waiter leaves the queue and a grant that raced with it is released). With a held context of the same
 // owner it re-enters without queueing. Safe for concurrent use.
 func (l *FairLock) Lock(ctx context.Context) (context.Context, error) {
-	return l.sync(ctx, "FairLock.Lock", -1, 0)
+	return l.lock(ctx, "FairLock.Lock", -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return l.async(ctx, "FairLock.LockAsync", -1, 0)
+	return l.lockAsync(ctx, "FairLock.LockAsync", -1, 0)
 }
 
 // LockLease acquires the lock in turn for a fixed lease (at least 1 ms, no watchdog). It blocks like Lock.
 func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return nil, leaseError("FairLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
+	if err := leaseFormError("FairLock.LockLease", lease); err != nil {
+		return nil, err
 	}
-	return l.sync(ctx, "FairLock.LockLease", -1, lease)
+	return l.lock(ctx, "FairLock.LockLease", -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if lease == 0 {
-		return future.Completed[context.Context](nil, leaseError("FairLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
+	if err := leaseFormError("FairLock.LockLeaseAsync", lease); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return l.async(ctx, "FairLock.LockLeaseAsync", -1, lease)
+	return l.lockAsync(ctx, "FairLock.LockLeaseAsync", -1, lease)
 }
 
 // TryLock acquires the lock in turn if it can within wait, with lease (0: the watchdog). With wait 0 it makes one
 // attempt and never queues: it succeeds only when the lock is free and nobody waits. It returns ErrNotAcquired when
 // the wait ran out (the waiter has left the queue), ctx's error when ctx ended first.
 func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, waitError("FairLock.TryLock", wait)
+	if err := tryFormError("FairLock.TryLock", wait); err != nil {
+		return nil, err
 	}
-	return l.sync(ctx, "FairLock.TryLock", wait, lease)
+	return l.lock(ctx, "FairLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if wait < 0 {
-		return future.Completed[context.Context](nil, waitError("FairLock.TryLockAsync", wait))
+	if err := tryFormError("FairLock.TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return l.async(ctx, "FairLock.TryLockAsync", wait, lease)
+	return l.lockAsync(ctx, "FairLock.TryLockAsync", wait, lease)
 }
 
 // Unlock releases one hold of the owner held carries; the last one deletes the lock and wakes the head waiter. It

@@ -4,29 +4,11 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/internal/redistest"
-	"github.com/locksmith-go/locksmith/rlock"
 )
-
-// famExample starts a throwaway redis-server and a client on it for the lock family's examples (a real program
-// connects to its own Redis).
-func famExample() (*rlock.Client, *redistest.Server, func()) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		panic(err)
-	}
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		panic(err)
-	}
-	return c, srv, func() { c.Close(); srv.Close() }
-}
 
 // A fair lock is granted in the order of the requests; a try without wait never queues.
 func ExampleFairLock() {
-	c, _, stop := famExample()
+	c, _, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.FairLock("report")

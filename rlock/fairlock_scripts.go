@@ -115,15 +115,7 @@ if not c then
   end
   return nil
 end
-c = tonumber(c)
-local e = tonumber(ARGV[2])
-if e > 0 and c ~= e then return -c end
-if c > 1 then
-  redis.call('hincrby', KEYS[1], ARGV[1], -1)
-  redis.call('pexpire', KEYS[1], ARGV[3])
-  return 0
-end
-redis.call('del', KEYS[1])
+` + expectCountLua + decrementLua + `redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
 if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4]) end
 return 1`

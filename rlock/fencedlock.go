@@ -117,16 +117,16 @@ func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
 // LockLease acquires the lock for a fixed lease (at least 1 ms, no watchdog) and returns the held context and
 // token. It blocks like Lock.
 func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, int64, error) {
-	if lease == 0 {
-		return nil, 0, leaseError("FencedLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
+	if err := leaseFormError("FencedLock.LockLease", lease); err != nil {
+		return nil, 0, err
 	}
 	return l.sync(ctx, "FencedLock.LockLease", -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
-	if lease == 0 {
-		return future.Completed(Fence{}, leaseError("FencedLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
+	if err := leaseFormError("FencedLock.LockLeaseAsync", lease); err != nil {
+		return future.Completed(Fence{}, err)
 	}
 	return l.async(ctx, "FencedLock.LockLeaseAsync", -1, lease)
 }
@@ -134,16 +134,16 @@ func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *f
 // TryLock acquires the lock if it can within wait (0: one attempt) with lease (0: the watchdog) and returns the
 // held context and token; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
 func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
-	if wait < 0 {
-		return nil, 0, waitError("FencedLock.TryLock", wait)
+	if err := tryFormError("FencedLock.TryLock", wait); err != nil {
+		return nil, 0, err
 	}
 	return l.sync(ctx, "FencedLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
-	if wait < 0 {
-		return future.Completed(Fence{}, waitError("FencedLock.TryLockAsync", wait))
+	if err := tryFormError("FencedLock.TryLockAsync", wait); err != nil {
+		return future.Completed(Fence{}, err)
 	}
 	return l.async(ctx, "FencedLock.TryLockAsync", wait, lease)
 }

@@ -28,7 +28,7 @@ func (l *Lock) Name() string { return l.name }
 // of ctx is released), ErrClosed, an *ArgumentError, or a transport or server error. If ctx already carries an
 // owner that holds this lock, the call re-enters it (hold count + 1) and returns the context of that hold.
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
-	return l.acquireSync(ctx, "Lock", -1, 0)
+	return l.lock(ctx, "Lock", -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock: it returns at once with a future completed with the held context.
@@ -36,56 +36,43 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
 // first, the future fails with ctx's error (and a lock granted in flight is released); a lock granted before that
 // belongs to the future's holder.
 func (l *Lock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return l.acquireAsync(ctx, "LockAsync", -1, 0)
+	return l.lockAsync(ctx, "LockAsync", -1, 0)
 }
 
 // LockLease acquires the lock for a fixed lease, without the watchdog: the lock ends on the server when the lease
 // runs out, and the held context is cancelled with ErrLeaseExpired just before that. lease must be at least 1 ms.
 // It blocks like Lock.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return nil, leaseError("LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
+	if err := leaseFormError("LockLease", lease); err != nil {
+		return nil, err
 	}
-	return l.acquireSync(ctx, "LockLease", -1, lease)
+	return l.lock(ctx, "LockLease", -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (l *Lock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if lease == 0 {
-		return future.Completed[context.Context](nil, leaseError("LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
+	if err := leaseFormError("LockLeaseAsync", lease); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return l.acquireAsync(ctx, "LockLeaseAsync", -1, lease)
+	return l.lockAsync(ctx, "LockLeaseAsync", -1, lease)
 }
 
 // TryLock acquires the lock if it can within wait: wait 0 makes one attempt. lease 0 takes the watchdog, a
 // positive lease (at least 1 ms) a fixed lease as LockLease. It returns ErrNotAcquired when the wait ran out, and
 // ctx's error when ctx ended first; otherwise as Lock.
 func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, waitError("TryLock", wait)
+	if err := tryFormError("TryLock", wait); err != nil {
+		return nil, err
 	}
-	return l.acquireSync(ctx, "TryLock", wait, lease)
+	return l.lock(ctx, "TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (l *Lock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if wait < 0 {
-		return future.Completed[context.Context](nil, waitError("TryLockAsync", wait))
+	if err := tryFormError("TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return l.acquireAsync(ctx, "TryLockAsync", wait, lease)
-}
-
-func (l *Lock) acquireSync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	lc, f := l.acquire(ctx, op, wait, lease, false)
-	if lc == nil {
-		return f.Get(ctx)
-	}
-	return waitSync(ctx, &lc.waiter, f)
-}
-
-func (l *Lock) acquireAsync(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, f := l.acquire(ctx, op, wait, lease, true)
-	return f
+	return l.lockAsync(ctx, "TryLockAsync", wait, lease)
 }
 
 // Unlock releases one hold of the lock by the owner that held carries (the context an acquire returned, or one

@@ -476,8 +476,8 @@ func (m *MultiLock) LockAsync(ctx context.Context) *future.Future[context.Contex
 // LockLease takes every lock with lease (at least 1 ms); the held context's deadline is the validity (see
 // MultiLock). It blocks like Lock.
 func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return nil, &ArgumentError{Op: "MultiLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+	if err := leaseFormError("MultiLock.LockLease", lease); err != nil {
+		return nil, err
 	}
 	return m.s.multiSync(ctx, m.acquire(ctx, "LockLease", -1, lease))
 }
@@ -486,16 +486,16 @@ func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) (context
 // ErrNotAcquired when a lock could not be taken in time (the others are released), ctx's error when ctx ended,
 // and otherwise the first error, naming its lock.
 func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, waitError("MultiLock.TryLock", wait)
+	if err := tryFormError("MultiLock.TryLock", wait); err != nil {
+		return nil, err
 	}
 	return m.s.multiSync(ctx, m.acquire(ctx, "TryLock", wait, lease))
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if wait < 0 {
-		return future.Completed[context.Context](nil, waitError("MultiLock.TryLockAsync", wait))
+	if err := tryFormError("MultiLock.TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
 	return m.acquire(ctx, "TryLockAsync", wait, lease)
 }

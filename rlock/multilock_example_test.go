@@ -9,7 +9,7 @@ import (
 
 // Several locks taken as one: all of them, or none.
 func ExampleMultiLock() {
-	c, srv, stop := famExample()
+	c, srv, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	m := rlock.NewMultiLock(c.Lock("account:1"), c.Lock("account:2"))

@@ -25,16 +25,14 @@ import (
 // concurrent use. Invalid input (zero or negative permits, a negative lease or wait, a malformed id) returns an
 // *ArgumentError before anything is sent.
 type PermitExpirableSemaphore struct {
-	c    *Client
-	name string
-	sh   *shard
+	object
 	keys []string // {name, lease set, channel}
 }
 
 // PermitExpirableSemaphore returns a handle on the semaphore called name. It does no I/O; an empty name is
 // reported by the handle's methods as an *ArgumentError.
 func (c *Client) PermitExpirableSemaphore(name string) *PermitExpirableSemaphore {
-	return &PermitExpirableSemaphore{c: c, name: name, sh: c.shard(name),
+	return &PermitExpirableSemaphore{object: c.newObject(name),
 		keys: []string{name, suffixName(name, "timeout"), prefixName(semChannelPrefix, name)}}
 }
 
@@ -71,7 +69,7 @@ func permitRaw(op, id string) (string, error) {
 func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permits int, wait, lease time.Duration,
 	watch bool) (*waiter, *future.Future[[]string]) {
 	fail := func(err error) (*waiter, *future.Future[[]string]) { return nil, future.Completed[[]string](nil, err) }
-	if err := s.c.check(op, s.name); err != nil {
+	if err := s.check(op); err != nil {
 		return fail(err)
 	}
 	if permits <= 0 {
@@ -155,8 +153,8 @@ func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease t
 
 // TryAcquireN is TryAcquire for several permits, all or none.
 func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int, wait, lease time.Duration) ([]string, error) {
-	if wait < 0 {
-		return nil, waitError("PermitExpirableSemaphore.TryAcquire", wait)
+	if err := tryFormError("PermitExpirableSemaphore.TryAcquire", wait); err != nil {
+		return nil, err
 	}
 	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquire", permits, wait, lease, false)
 	return waitSync(ctx, w, fut)
@@ -164,8 +162,8 @@ func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int,
 
 // TryAcquireAsync is the asynchronous form of TryAcquireN.
 func (s *PermitExpirableSemaphore) TryAcquireAsync(ctx context.Context, permits int, wait, lease time.Duration) *future.Future[[]string] {
-	if wait < 0 {
-		return future.Completed[[]string](nil, waitError("PermitExpirableSemaphore.TryAcquireAsync", wait))
+	if err := tryFormError("PermitExpirableSemaphore.TryAcquireAsync", wait); err != nil {
+		return future.Completed[[]string](nil, err)
 	}
 	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquireAsync", permits, wait, lease, true)
 	return fut
@@ -183,7 +181,7 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) e
 // ReleaseAsync is the asynchronous form of Release.
 func (s *PermitExpirableSemaphore) ReleaseAsync(ctx context.Context, ids ...string) *future.Future[struct{}] {
 	const op = "PermitExpirableSemaphore.Release"
-	if err := s.c.check(op, s.name); err != nil {
+	if err := s.check(op); err != nil {
 		return future.Completed(struct{}{}, err)
 	}
 	if len(ids) == 0 {
@@ -215,7 +213,7 @@ func (s *PermitExpirableSemaphore) release(ctx context.Context, raw []string) *f
 // when the permit is not held. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) error {
 	const op = "PermitExpirableSemaphore.UpdateLease"
-	if err := s.c.check(op, s.name); err != nil {
+	if err := s.check(op); err != nil {
 		return err
 	}
 	raw, err := permitRaw(op, id)
@@ -235,7 +233,7 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, l
 // Permits returns the permits available and the permits held, after taking back those whose lease ended. It
 // blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held int64, err error) {
-	if err := s.c.check("PermitExpirableSemaphore.Permits", s.name); err != nil {
+	if err := s.check("PermitExpirableSemaphore.Permits"); err != nil {
 		return 0, 0, err
 	}
 	v, err := s.c.call(ctx, conn.Cmd{Script: pesAvailableScript, Keys: s.keys}).Get(ctx)
@@ -251,7 +249,7 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held
 // TrySetPermits sets the number of permits if it was never set, and reports whether it did. permits must not be
 // negative. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
-	if err := s.c.check("PermitExpirableSemaphore.TrySetPermits", s.name); err != nil {
+	if err := s.check("PermitExpirableSemaphore.TrySetPermits"); err != nil {
 		return false, err
 	}
 	if permits < 0 {
@@ -264,7 +262,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits in
 // AddPermits adds permits (negative: removes them) and returns the number available afterwards. permits must not
 // be zero. It is not resent after an ambiguous transport failure. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
-	if err := s.c.check("PermitExpirableSemaphore.AddPermits", s.name); err != nil {
+	if err := s.check("PermitExpirableSemaphore.AddPermits"); err != nil {
 		return 0, err
 	}
 	if permits == 0 {

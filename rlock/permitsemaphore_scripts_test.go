@@ -8,15 +8,15 @@ import (
 )
 
 func TestPermitSemaphoreScriptsIssueIDsWithLeasesAndTakeExpiredOnesBack(t *testing.T) {
-	s := newFamSrv(t)
+	s := newScriptServer(t)
 	k := []string{"pes", "{pes}:timeout", "redisson_sc:{pes}"}
 	sub := s.subscribe(k[2])
-	wantIntReply(t, "try set", s.eval(pesTrySetSrc, k, "2"), 1)
+	wantInt(t, "try set", s.eval(pesTrySetSrc, k, "2"), 1)
 	sub.want(k[2], "2")
 	id1, id2, id3 := "\x01\x02\x03\xff", "\x00id-two", "id-three"
 	before := s.millis()
-	wantBulkReply(t, "acquire with lease", s.eval(pesAcquireSrc, k, "60000", id1), "OK")
-	wantBulkReply(t, "acquire without lease", s.eval(pesAcquireSrc, k, "0", id2), "OK")
+	wantBulk(t, "acquire with lease", s.eval(pesAcquireSrc, k, "60000", id1), "OK")
+	wantBulk(t, "acquire without lease", s.eval(pesAcquireSrc, k, "0", id2), "OK")
 	if d := s.score(k[1], id1); d < before+60000 || d > s.millis()+60000 {
 		t.Fatalf("lease end of id1 = %d, want now + 60000 on the server clock", d)
 	}
@@ -30,21 +30,21 @@ func TestPermitSemaphoreScriptsIssueIDsWithLeasesAndTakeExpiredOnesBack(t *testi
 		t.Fatalf("available %s, want [0 2]", r)
 	}
 	// Update the lease of a held permit; an unknown id is not updated.
-	wantIntReply(t, "update", s.eval(pesUpdateLeaseSrc, k, id1, "1000"), 1)
-	wantIntReply(t, "update unknown", s.eval(pesUpdateLeaseSrc, k, id3, "1000"), 0)
+	wantInt(t, "update", s.eval(pesUpdateLeaseSrc, k, id1, "1000"), 1)
+	wantInt(t, "update unknown", s.eval(pesUpdateLeaseSrc, k, id3, "1000"), 0)
 	// id1's lease ends (moved into the past here rather than waited for): the next operation takes it back.
 	s.do("ZADD", k[1], strconv.FormatInt(s.millis()-1, 10), id1)
-	wantBulkReply(t, "acquire after expiry", s.eval(pesAcquireSrc, k, "0", id3), "OK")
+	wantBulk(t, "acquire after expiry", s.eval(pesAcquireSrc, k, "0", id3), "OK")
 	sub.want(k[2], "1")
 	// Releasing the expired id1 releases nothing; id2 and id3 release.
-	wantIntReply(t, "release expired", s.eval(pesReleaseSrc, k, id1), 0)
+	wantInt(t, "release expired", s.eval(pesReleaseSrc, k, id1), 0)
 	sub.quiet(k[2])
-	wantIntReply(t, "release two", s.eval(pesReleaseSrc, k, id2, id3), 2)
+	wantInt(t, "release two", s.eval(pesReleaseSrc, k, id2, id3), 2)
 	sub.want(k[2], "2")
-	wantIntReply(t, "release twice", s.eval(pesReleaseSrc, k, id2), 0)
-	wantIntReply(t, "add", s.eval(pesAddSrc, k, "3"), 5)
+	wantInt(t, "release twice", s.eval(pesReleaseSrc, k, id2), 0)
+	wantInt(t, "add", s.eval(pesAddSrc, k, "3"), 5)
 	sub.want(k[2], "5")
 	// Nothing held, none expiring: a refused acquire says -1 (wait for a release).
 	s.eval(pesAddSrc, k, "-5")
-	wantIntReply(t, "acquire, nothing expiring", s.eval(pesAcquireSrc, k, "0", id1), -1)
+	wantInt(t, "acquire, nothing expiring", s.eval(pesAcquireSrc, k, "0", id1), -1)
 }

@@ -76,17 +76,6 @@ func (l *Lock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Du
 
 // The queries every kind of lock shares.
 
-// check validates the handle and the client for a call.
-func (lo *lockObject) check(op string) error {
-	if lo.name == "" {
-		return nameError(op)
-	}
-	if lo.c.closed.Load() {
-		return ErrClosed
-	}
-	return nil
-}
-
 // forceUnlock drops this client's holds of the lock (the handle's kind, and for a read-write lock both halves)
 // and runs cmd, a force-unlock script answering 1 when there was a lock.
 func (lo *lockObject) forceUnlock(ctx context.Context, op string, cmd conn.Cmd) *future.Future[bool] {

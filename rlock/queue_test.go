@@ -170,7 +170,7 @@ func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
 	defer tm.Stop()
 	c := &Client{timer: tm, epoch: time.Now()}
 	sh := &shard{queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
-	lo := &lockObject{c: c, sh: sh, name: "x", keys: []string{"x", "ch"}}
+	lo := &lockObject{object: object{c: c, sh: sh, name: "x"}, keys: []string{"x", "ch"}}
 	var ws []*lockCall
 	for i := range 2 {
 		lc := &lockCall{lo: lo, lease: time.Second}

@@ -42,9 +42,7 @@ type RateConfig struct {
 // Invalid input (zero or negative permits, a rate or interval that is not positive) returns an *ArgumentError
 // before anything is sent. See FixedWindowLimiter for the simpler fixed-window mode.
 type RateLimiter struct {
-	c    *Client
-	name string
-	sh   *shard
+	object
 	keys []string // config, value, client value, permits, client permits
 }
 
@@ -52,7 +50,7 @@ type RateLimiter struct {
 // handle's methods as an *ArgumentError.
 func (c *Client) RateLimiter(name string) *RateLimiter {
 	value, permits := suffixName(name, "value"), suffixName(name, "permits")
-	return &RateLimiter{c: c, name: name, sh: c.shard(name), keys: []string{name, value, suffixName(value, c.ID()),
+	return &RateLimiter{object: c.newObject(name), keys: []string{name, value, suffixName(value, c.ID()),
 		permits, suffixName(permits, c.ID())}}
 }
 
@@ -80,7 +78,7 @@ func (cfg RateConfig) args() []string {
 // TrySetRate stores cfg if the limiter has no rate yet and reports whether it did. It blocks until the server
 // answers or ctx ends.
 func (r *RateLimiter) TrySetRate(ctx context.Context, cfg RateConfig) (bool, error) {
-	if err := r.c.check("RateLimiter.TrySetRate", r.name); err != nil {
+	if err := r.check("RateLimiter.TrySetRate"); err != nil {
 		return false, err
 	}
 	if err := cfg.check("RateLimiter.TrySetRate"); err != nil {
@@ -93,7 +91,7 @@ func (r *RateLimiter) TrySetRate(ctx context.Context, cfg RateConfig) (bool, err
 // SetRate stores cfg, replacing any rate, and starts a fresh window. It blocks until the server answers or ctx
 // ends.
 func (r *RateLimiter) SetRate(ctx context.Context, cfg RateConfig) error {
-	if err := r.c.check("RateLimiter.SetRate", r.name); err != nil {
+	if err := r.check("RateLimiter.SetRate"); err != nil {
 		return err
 	}
 	if err := cfg.check("RateLimiter.SetRate"); err != nil {
@@ -105,7 +103,7 @@ func (r *RateLimiter) SetRate(ctx context.Context, cfg RateConfig) error {
 
 // Config returns the stored configuration, or ErrRateNotSet. It blocks until the server answers or ctx ends.
 func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
-	if err := r.c.check("RateLimiter.Config", r.name); err != nil {
+	if err := r.check("RateLimiter.Config"); err != nil {
 		return RateConfig{}, err
 	}
 	v, err := r.c.call(ctx, conn.Cmd{Args: []string{"HGETALL", r.name}}).Get(ctx)
@@ -127,7 +125,7 @@ func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
 // AvailablePermits returns the permits left in the current window (for this client with RatePerClient). It blocks
 // until the server answers or ctx ends.
 func (r *RateLimiter) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := r.c.check("RateLimiter.AvailablePermits", r.name); err != nil {
+	if err := r.check("RateLimiter.AvailablePermits"); err != nil {
 		return 0, err
 	}
 	n, err := intReply(r.c.call(ctx, conn.Cmd{Script: rlAvailableScript, Keys: r.keys}).Get(ctx))
@@ -152,7 +150,7 @@ func rlPermitsArg(op string, permits int64) error {
 }
 
 func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
-	if err := r.c.check(op, r.name); err != nil {
+	if err := r.check(op); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	if err := rlPermitsArg(op, permits); err != nil {
@@ -185,8 +183,8 @@ func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wai
 // script says they come back too late), and returns ctx's error when ctx ended first. Permits granted to a call
 // abandoned in flight are consumed (a sliding window cannot give permits back).
 func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, waitError("RateLimiter.TryAcquire", wait)
+	if err := tryFormError("RateLimiter.TryAcquire", wait); err != nil {
+		return false, err
 	}
 	w, fut := r.acquire(ctx, "RateLimiter.TryAcquire", permits, wait, false)
 	_, err := waitSync(ctx, w, fut)
@@ -195,8 +193,8 @@ func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.D
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
 func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
-	if wait < 0 {
-		return future.Completed(false, waitError("RateLimiter.TryAcquireAsync", wait))
+	if err := tryFormError("RateLimiter.TryAcquireAsync", wait); err != nil {
+		return future.Completed(false, err)
 	}
 	_, fut := r.acquire(ctx, "RateLimiter.TryAcquireAsync", permits, wait, true)
 	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
@@ -222,9 +220,7 @@ func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.F
 //
 // Obtain it with Client.FixedWindowLimiter; it is cheap, sends nothing until used, and is safe for concurrent use.
 type FixedWindowLimiter struct {
-	c      *Client
-	sh     *shard
-	key    string
+	object // name: the counter's key
 	limit  int64
 	window time.Duration
 }
@@ -232,11 +228,11 @@ type FixedWindowLimiter struct {
 // FixedWindowLimiter returns a limiter of limit permits per window on the counter key. It does no I/O; an empty
 // key, a limit that is not positive or a window under 1 ms are reported by its methods as an *ArgumentError.
 func (c *Client) FixedWindowLimiter(key string, limit int64, window time.Duration) *FixedWindowLimiter {
-	return &FixedWindowLimiter{c: c, sh: c.shard(key), key: key, limit: limit, window: window}
+	return &FixedWindowLimiter{object: c.newObject(key), limit: limit, window: window}
 }
 
-func (l *FixedWindowLimiter) check(op string, permits int64) error {
-	if err := l.c.check(op, l.key); err != nil {
+func (l *FixedWindowLimiter) validate(op string, permits int64) error {
+	if err := l.check(op); err != nil {
 		return err
 	}
 	switch {
@@ -253,11 +249,11 @@ func (l *FixedWindowLimiter) check(op string, permits int64) error {
 }
 
 func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
-	if err := l.check(op, permits); err != nil {
+	if err := l.validate(op, permits); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	args := []string{strconv.FormatInt(permits, 10), millis(l.window), strconv.FormatInt(l.limit, 10)}
-	keys := []string{l.key}
+	keys := []string{l.name}
 	spec := &permitSpec[struct{}]{
 		attempt: func() (*conn.Script, []string, []string) { return fixedWindowScript, keys, args },
 		decode: func(v resp.Value, err error) (outcome, struct{}) {
@@ -276,8 +272,8 @@ func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int
 // TryAcquire takes permits if the window allows them now or within wait (0: one attempt). It reports false when
 // it cannot, and returns ctx's error when ctx ended first; ErrRateExceeded when permits exceed the limit.
 func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, waitError("FixedWindowLimiter.TryAcquire", wait)
+	if err := tryFormError("FixedWindowLimiter.TryAcquire", wait); err != nil {
+		return false, err
 	}
 	w, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquire", permits, wait, false)
 	_, err := waitSync(ctx, w, fut)
@@ -286,8 +282,8 @@ func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
 func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
-	if wait < 0 {
-		return future.Completed(false, waitError("FixedWindowLimiter.TryAcquireAsync", wait))
+	if err := tryFormError("FixedWindowLimiter.TryAcquireAsync", wait); err != nil {
+		return future.Completed(false, err)
 	}
 	_, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquireAsync", permits, wait, true)
 	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
@@ -308,9 +304,9 @@ func (l *FixedWindowLimiter) AcquireAsync(ctx context.Context, permits int64) *f
 
 // Available returns the permits left in the current window. It blocks until the server answers or ctx ends.
 func (l *FixedWindowLimiter) Available(ctx context.Context) (int64, error) {
-	if err := l.check("FixedWindowLimiter.Available", 1); err != nil {
+	if err := l.validate("FixedWindowLimiter.Available", 1); err != nil {
 		return 0, err
 	}
-	used, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.key}}).Get(ctx))
+	used, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.name}}).Get(ctx))
 	return max(l.limit-used, 0), err
 }

@@ -14,14 +14,14 @@ func rlKeys(name, client string) []string {
 }
 
 func TestRateLimiterScriptsSlideTheWindow(t *testing.T) {
-	s := newFamSrv(t)
+	s := newScriptServer(t)
 	k := rlKeys("rl", "client-1")
 	r := s.eval(rlAcquireSrc, k, "1", "rnd")
 	if r.Kind != redistest.KindError || !strings.HasPrefix(r.Str, "RATENOTSET ") {
 		t.Fatalf("acquire without a rate: %s", r)
 	}
-	wantIntReply(t, "try set", s.eval(rlTrySetSrc, k[:1], "3", "1000", "0", "0"), 1)
-	wantIntReply(t, "try set again", s.eval(rlTrySetSrc, k[:1], "9", "1000", "0", "0"), 0)
+	wantInt(t, "try set", s.eval(rlTrySetSrc, k[:1], "3", "1000", "0", "0"), 1)
+	wantInt(t, "try set again", s.eval(rlTrySetSrc, k[:1], "9", "1000", "0", "0"), 0)
 	if h := s.hash("rl"); h["rate"] != "3" || h["interval"] != "1000" || h["type"] != "0" || h["keepAliveTime"] != "0" {
 		t.Fatalf("config %v", h)
 	}
@@ -29,9 +29,9 @@ func TestRateLimiterScriptsSlideTheWindow(t *testing.T) {
 	if r.Kind != redistest.KindError || !strings.HasPrefix(r.Str, "RATEEXCEEDED ") {
 		t.Fatalf("acquire over the rate: %s", r)
 	}
-	wantNilReply(t, "acquire 2", s.eval(rlAcquireSrc, k, "2", "r1"))
-	wantIntReply(t, "available", s.eval(rlAvailableSrc, k), 1)
-	wantNilReply(t, "acquire 1", s.eval(rlAcquireSrc, k, "1", "r2"))
+	wantNil(t, "acquire 2", s.eval(rlAcquireSrc, k, "2", "r1"))
+	wantInt(t, "available", s.eval(rlAvailableSrc, k), 1)
+	wantNil(t, "acquire 1", s.eval(rlAcquireSrc, k, "1", "r2"))
 	wantIntIn(t, "acquire, window used up", s.eval(rlAcquireSrc, k, "1", "r3"), 900, 1003)
 	if n := s.int("ZCARD", k[3]); n != 2 {
 		t.Fatalf("grants recorded %d, want 2", n)
@@ -40,18 +40,18 @@ func TestRateLimiterScriptsSlideTheWindow(t *testing.T) {
 	// back, the second grant's 1 permit stays used.
 	members := s.strs("ZRANGE", k[3], "0", "0")
 	s.do("ZADD", k[3], strconv.FormatInt(s.millis()-1001, 10), members[0])
-	wantIntReply(t, "available after slide", s.eval(rlAvailableSrc, k), 2)
-	wantNilReply(t, "acquire 2 after slide", s.eval(rlAcquireSrc, k, "2", "r4"))
+	wantInt(t, "available after slide", s.eval(rlAvailableSrc, k), 2)
+	wantNil(t, "acquire 2 after slide", s.eval(rlAcquireSrc, k, "2", "r4"))
 	wantIntIn(t, "refused again", s.eval(rlAcquireSrc, k, "1", "r5"), 1, 1003)
 }
 
 func TestRateLimiterScriptsKeepPerClientStateApartAndApplyKeepAlive(t *testing.T) {
-	s := newFamSrv(t)
+	s := newScriptServer(t)
 	k1, k2 := rlKeys("rl", "c1"), rlKeys("rl", "c2")
 	s.eval(rlSetSrc, k1, "1", "60000", "1", "120000")
-	wantNilReply(t, "c1", s.eval(rlAcquireSrc, k1, "1", "a"))
+	wantNil(t, "c1", s.eval(rlAcquireSrc, k1, "1", "a"))
 	wantIntIn(t, "c1 again", s.eval(rlAcquireSrc, k1, "1", "b"), 59000, 60003)
-	wantNilReply(t, "c2 has its own window", s.eval(rlAcquireSrc, k2, "1", "a"))
+	wantNil(t, "c2 has its own window", s.eval(rlAcquireSrc, k2, "1", "a"))
 	for _, key := range []string{"rl", k1[2], k1[4]} {
 		if p := s.int("PTTL", key); p < 119000 {
 			t.Fatalf("%s keep-alive PTTL %d", key, p)
@@ -62,17 +62,17 @@ func TestRateLimiterScriptsKeepPerClientStateApartAndApplyKeepAlive(t *testing.T
 	if p := s.int("PTTL", "rl"); p != -1 {
 		t.Fatalf("config PTTL after SetRate without keep-alive %d", p)
 	}
-	wantIntReply(t, "fresh window", s.eval(rlAvailableSrc, k1), 5)
+	wantInt(t, "fresh window", s.eval(rlAvailableSrc, k1), 5)
 }
 
 func TestFixedWindowScriptCountsPerWindowAndRefundsRefusals(t *testing.T) {
-	s := newFamSrv(t)
+	s := newScriptServer(t)
 	k := []string{"fw"}
-	wantIntReply(t, "1", s.eval(fixedWindowSrc, k, "2", "10000", "3"), 0)
+	wantInt(t, "1", s.eval(fixedWindowSrc, k, "2", "10000", "3"), 0)
 	if p := s.int("PTTL", "fw"); p < 9000 {
 		t.Fatalf("window not set: PTTL %d", p)
 	}
-	wantIntReply(t, "2", s.eval(fixedWindowSrc, k, "1", "10000", "3"), 0)
+	wantInt(t, "2", s.eval(fixedWindowSrc, k, "1", "10000", "3"), 0)
 	wantIntIn(t, "refused", s.eval(fixedWindowSrc, k, "1", "10000", "3"), 9000, 10000)
 	if n := s.int("GET", "fw"); n != 3 {
 		t.Fatalf("counter %d after a refusal, want 3", n)

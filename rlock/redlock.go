@@ -214,8 +214,8 @@ func (r *RedLock) LockAsync(ctx context.Context) *future.Future[context.Context]
 // LockLease takes a majority with lease (at least 1 ms); the held context's deadline is the validity. It blocks
 // like Lock.
 func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return nil, &ArgumentError{Op: "RedLock.LockLease", Arg: "lease", Value: "0s", Reason: "must be at least 1ms (use Lock for the watchdog)"}
+	if err := leaseFormError("RedLock.LockLease", lease); err != nil {
+		return nil, err
 	}
 	return r.s.multiSync(ctx, r.acquire(ctx, "LockLease", -1, lease))
 }
@@ -224,16 +224,16 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) (context.C
 // ErrNotAcquired when no majority could be had in time, a *QuorumError when errors made it impossible, ctx's error
 // when ctx ended.
 func (r *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, waitError("RedLock.TryLock", wait)
+	if err := tryFormError("RedLock.TryLock", wait); err != nil {
+		return nil, err
 	}
 	return r.s.multiSync(ctx, r.acquire(ctx, "TryLock", wait, lease))
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if wait < 0 {
-		return future.Completed[context.Context](nil, waitError("RedLock.TryLockAsync", wait))
+	if err := tryFormError("RedLock.TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
 	return r.acquire(ctx, "TryLockAsync", wait, lease)
 }

@@ -111,19 +111,6 @@ func (r *ReadLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
 func (r *ReadLock) left(*lockCall) {}
 
-func (r *ReadLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	lc, f := r.acquire(ctx, op, wait, lease, false)
-	if lc == nil {
-		return f.Get(ctx)
-	}
-	return waitSync(ctx, &lc.waiter, f)
-}
-
-func (r *ReadLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, f := r.acquire(ctx, op, wait, lease, true)
-	return f
-}
-
 // Name returns the lock's name.
 func (r *ReadLock) Name() string { return r.name }
 
@@ -132,46 +119,46 @@ func (r *ReadLock) Name() string { return r.name }
 // lock and is cancelled when the last one goes. An owner's read holds share one renewal: while any of them uses the
 // watchdog, the watchdog renews all of them (as Redisson's does). Safe for concurrent use.
 func (r *ReadLock) Lock(ctx context.Context) (context.Context, error) {
-	return r.sync(ctx, "ReadLock.Lock", -1, 0)
+	return r.lock(ctx, "ReadLock.Lock", -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 func (r *ReadLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return r.async(ctx, "ReadLock.LockAsync", -1, 0)
+	return r.lockAsync(ctx, "ReadLock.LockAsync", -1, 0)
 }
 
 // LockLease takes a read hold for a fixed lease (at least 1 ms); the hold's key expires with it, independently of
 // the owner's other holds. It blocks like Lock.
 func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return nil, leaseError("ReadLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
+	if err := leaseFormError("ReadLock.LockLease", lease); err != nil {
+		return nil, err
 	}
-	return r.sync(ctx, "ReadLock.LockLease", -1, lease)
+	return r.lock(ctx, "ReadLock.LockLease", -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if lease == 0 {
-		return future.Completed[context.Context](nil, leaseError("ReadLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
+	if err := leaseFormError("ReadLock.LockLeaseAsync", lease); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return r.async(ctx, "ReadLock.LockLeaseAsync", -1, lease)
+	return r.lockAsync(ctx, "ReadLock.LockLeaseAsync", -1, lease)
 }
 
 // TryLock takes a read hold if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
 func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, waitError("ReadLock.TryLock", wait)
+	if err := tryFormError("ReadLock.TryLock", wait); err != nil {
+		return nil, err
 	}
-	return r.sync(ctx, "ReadLock.TryLock", wait, lease)
+	return r.lock(ctx, "ReadLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if wait < 0 {
-		return future.Completed[context.Context](nil, waitError("ReadLock.TryLockAsync", wait))
+	if err := tryFormError("ReadLock.TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return r.async(ctx, "ReadLock.TryLockAsync", wait, lease)
+	return r.lockAsync(ctx, "ReadLock.TryLockAsync", wait, lease)
 }
 
 // Unlock releases the owner's newest read hold. The lock then lasts as long as its longest remaining hold; when
@@ -219,19 +206,6 @@ func (wl *WriteLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
 func (wl *WriteLock) left(*lockCall) {}
 
-func (wl *WriteLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	lc, f := wl.acquire(ctx, op, wait, lease, false)
-	if lc == nil {
-		return f.Get(ctx)
-	}
-	return waitSync(ctx, &lc.waiter, f)
-}
-
-func (wl *WriteLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	_, f := wl.acquire(ctx, op, wait, lease, true)
-	return f
-}
-
 // Name returns the lock's name.
 func (wl *WriteLock) Name() string { return wl.name }
 
@@ -239,45 +213,45 @@ func (wl *WriteLock) Name() string { return wl.name }
 // ends. It returns ErrLockUpgrade at once when the owner holds a read hold and no write hold. Safe for concurrent
 // use.
 func (wl *WriteLock) Lock(ctx context.Context) (context.Context, error) {
-	return wl.sync(ctx, "WriteLock.Lock", -1, 0)
+	return wl.lock(ctx, "WriteLock.Lock", -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 func (wl *WriteLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return wl.async(ctx, "WriteLock.LockAsync", -1, 0)
+	return wl.lockAsync(ctx, "WriteLock.LockAsync", -1, 0)
 }
 
 // LockLease takes the write lock for a fixed lease (at least 1 ms). It blocks like Lock.
 func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if lease == 0 {
-		return nil, leaseError("WriteLock.LockLease", lease, "must be at least 1ms (use Lock for the watchdog)")
+	if err := leaseFormError("WriteLock.LockLease", lease); err != nil {
+		return nil, err
 	}
-	return wl.sync(ctx, "WriteLock.LockLease", -1, lease)
+	return wl.lock(ctx, "WriteLock.LockLease", -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if lease == 0 {
-		return future.Completed[context.Context](nil, leaseError("WriteLock.LockLeaseAsync", lease, "must be at least 1ms (use LockAsync for the watchdog)"))
+	if err := leaseFormError("WriteLock.LockLeaseAsync", lease); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return wl.async(ctx, "WriteLock.LockLeaseAsync", -1, lease)
+	return wl.lockAsync(ctx, "WriteLock.LockLeaseAsync", -1, lease)
 }
 
 // TryLock takes the write lock if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, ErrLockUpgrade as Lock.
 func (wl *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if wait < 0 {
-		return nil, waitError("WriteLock.TryLock", wait)
+	if err := tryFormError("WriteLock.TryLock", wait); err != nil {
+		return nil, err
 	}
-	return wl.sync(ctx, "WriteLock.TryLock", wait, lease)
+	return wl.lock(ctx, "WriteLock.TryLock", wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if wait < 0 {
-		return future.Completed[context.Context](nil, waitError("WriteLock.TryLockAsync", wait))
+	if err := tryFormError("WriteLock.TryLockAsync", wait); err != nil {
+		return future.Completed[context.Context](nil, err)
 	}
-	return wl.async(ctx, "WriteLock.TryLockAsync", wait, lease)
+	return wl.lockAsync(ctx, "WriteLock.TryLockAsync", wait, lease)
 }
 
 // Unlock releases one write hold; the last one deletes the lock (or, when the owner still has read holds, turns

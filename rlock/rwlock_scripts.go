@@ -86,12 +86,7 @@ return redis.call('pttl', KEYS[1])`
 //
 // Reply: nil = the owner holds no read hold; 0 = released, the lock remains (other holds); 1 = released and the
 // lock deleted; -n = the owner holds n read holds, not the count expected: nothing changed.
-const rwReadReleaseSrc = `local c = redis.call('hget', KEYS[1], ARGV[1])
-if not c then return nil end
-c = tonumber(c)
-local e = tonumber(ARGV[2])
-if e > 0 and c ~= e then return -c end
-if c == 1 then
+const rwReadReleaseSrc = holdCountLua + `if c == 1 then
   redis.call('hdel', KEYS[1], ARGV[1])
 else
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
@@ -131,12 +126,7 @@ return 1`
 // Reply: nil = the owner does not hold the write lock; 0 = one hold released, others remain; 1 = the write lock
 // released; -n = the owner holds n, not the count expected: nothing changed.
 const rwWriteReleaseSrc = `if redis.call('hget', KEYS[1], 'mode') ~= 'write' then return nil end
-local c = redis.call('hget', KEYS[1], ARGV[1])
-if not c then return nil end
-c = tonumber(c)
-local e = tonumber(ARGV[2])
-if e > 0 and c ~= e then return -c end
-if c > 1 then
+` + holdCountLua + `if c > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   local ttl = redis.call('pttl', KEYS[1])
   redis.call('pexpire', KEYS[1], math.max(ttl, tonumber(ARGV[3])))

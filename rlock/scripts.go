@@ -56,19 +56,32 @@ return redis.call('pttl', KEYS[1])`
 // count-1 (or no field at all) instead of the expected count and changes nothing. The scheme needs no extra key,
 // and it is cheaper than Redisson's latch-free script too: HGET replaces HEXISTS, and the last hold is deleted
 // without the HINCRBY. Measured server cost: see the package documentation, "Release and retries".
-const releaseSrc = `local c = redis.call('hget', KEYS[1], ARGV[1])
+const releaseSrc = holdCountLua + decrementLua + `redis.call('del', KEYS[1])
+redis.call('publish', KEYS[2], ARGV[4])
+return 1`
+
+// The parts every kind's release shares (the plain, fair and read-write locks' scripts are built from them).
+
+// holdCountLua opens a conditional release: it reads the owner's (ARGV[1]) hold count in KEYS[1] into c, answers
+// nil when the owner holds nothing there, then checks the count as expectCountLua does.
+const holdCountLua = `local c = redis.call('hget', KEYS[1], ARGV[1])
 if not c then return nil end
-c = tonumber(c)
+` + expectCountLua
+
+// expectCountLua is the condition that makes a release safe to send again: when the owner's count c is not the
+// one the client expects (ARGV[2]; 0 = any), it answers -c and changes nothing.
+const expectCountLua = `c = tonumber(c)
 local e = tonumber(ARGV[2])
 if e > 0 and c ~= e then return -c end
-if c > 1 then
+`
+
+// decrementLua releases one of several holds: the count goes down and the lease (ARGV[3]) is re-armed.
+const decrementLua = `if c > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   redis.call('pexpire', KEYS[1], ARGV[3])
   return 0
 end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[4])
-return 1`
+`
 
 // handoffSrc releases the owner's last hold and grants the lock to the next owner in the same step, so the lock
 // goes from one local holder to the next local waiter in one round trip and is never free in between (so no unlock

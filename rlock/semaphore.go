@@ -21,23 +21,21 @@ import (
 // concurrent use. Invalid input (zero or negative permits, a negative wait) returns an *ArgumentError before
 // anything is sent.
 type Semaphore struct {
-	c    *Client
-	name string
-	sh   *shard
+	object
 	keys []string // {name, channel}
 }
 
 // Semaphore returns a handle on the semaphore called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) Semaphore(name string) *Semaphore {
-	return &Semaphore{c: c, name: name, sh: c.shard(name), keys: []string{name, prefixName(semChannelPrefix, name)}}
+	return &Semaphore{object: c.newObject(name), keys: []string{name, prefixName(semChannelPrefix, name)}}
 }
 
 // Name returns the semaphore's name (its Redis key).
 func (s *Semaphore) Name() string { return s.name }
 
 func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
-	if err := s.c.check(op, s.name); err != nil {
+	if err := s.check(op); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	if permits <= 0 {
@@ -87,8 +85,8 @@ func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Futur
 // TryAcquire takes permits if that many become available within wait (0: one attempt). It reports false when the
 // wait ran out, and returns ctx's error when ctx ended first.
 func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Duration) (bool, error) {
-	if wait < 0 {
-		return false, waitError("Semaphore.TryAcquire", wait)
+	if err := tryFormError("Semaphore.TryAcquire", wait); err != nil {
+		return false, err
 	}
 	w, fut := s.acquire(ctx, "Semaphore.TryAcquire", permits, wait, false)
 	_, err := waitSync(ctx, w, fut)
@@ -97,8 +95,8 @@ func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Durat
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
 func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.Duration) *future.Future[bool] {
-	if wait < 0 {
-		return future.Completed(false, waitError("Semaphore.TryAcquireAsync", wait))
+	if err := tryFormError("Semaphore.TryAcquireAsync", wait); err != nil {
+		return future.Completed(false, err)
 	}
 	_, fut := s.acquire(ctx, "Semaphore.TryAcquireAsync", permits, wait, true)
 	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
@@ -114,7 +112,7 @@ func (s *Semaphore) Release(ctx context.Context, permits int) error {
 
 // ReleaseAsync is the asynchronous form of Release.
 func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Future[struct{}] {
-	if err := s.c.check("Semaphore.Release", s.name); err != nil {
+	if err := s.check("Semaphore.Release"); err != nil {
 		return future.Completed(struct{}{}, err)
 	}
 	if permits <= 0 {
@@ -127,7 +125,7 @@ func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Futur
 // AvailablePermits returns the number of permits available now (0 when the semaphore was never set). It blocks
 // until the server answers or ctx ends.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := s.c.check("Semaphore.AvailablePermits", s.name); err != nil {
+	if err := s.check("Semaphore.AvailablePermits"); err != nil {
 		return 0, err
 	}
 	return intReply(s.c.call(ctx, conn.Cmd{Args: []string{"GET", s.name}}).Get(ctx))
@@ -142,7 +140,7 @@ func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error
 // TrySetPermitsTTL is TrySetPermits with a time to live for the semaphore (0: none), as Redisson's
 // trySetPermits(permits, timeToLive).
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
-	if err := s.c.check("Semaphore.TrySetPermits", s.name); err != nil {
+	if err := s.check("Semaphore.TrySetPermits"); err != nil {
 		return false, err
 	}
 	if permits < 0 {
@@ -160,7 +158,7 @@ func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.
 // bring it back) and returns the number available afterwards. permits must not be zero. It is not resent after an
 // ambiguous transport failure. It blocks until the server answers or ctx ends.
 func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
-	if err := s.c.check("Semaphore.AddPermits", s.name); err != nil {
+	if err := s.check("Semaphore.AddPermits"); err != nil {
 		return 0, err
 	}
 	if permits == 0 {
@@ -172,7 +170,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) 
 // DrainPermits takes every available permit and returns how many it took. It blocks until the server answers or
 // ctx ends.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
-	if err := s.c.check("Semaphore.DrainPermits", s.name); err != nil {
+	if err := s.check("Semaphore.DrainPermits"); err != nil {
 		return 0, err
 	}
 	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: semDrainScript, Keys: s.keys[:1]}).Get(ctx))

@@ -5,36 +5,36 @@ import (
 )
 
 func TestSemaphoreScriptsTakeReleaseSetAddAndDrain(t *testing.T) {
-	s := newFamSrv(t)
+	s := newScriptServer(t)
 	k := []string{"sem", "redisson_sc:{sem}"}
 	sub := s.subscribe(k[1])
-	wantIntReply(t, "acquire unset", s.eval(semAcquireSrc, k[:1], "1"), 0)
-	wantIntReply(t, "try set", s.eval(semTrySetSrc, k, "3", "0"), 1)
+	wantInt(t, "acquire unset", s.eval(semAcquireSrc, k[:1], "1"), 0)
+	wantInt(t, "try set", s.eval(semTrySetSrc, k, "3", "0"), 1)
 	sub.want(k[1], "3")
-	wantIntReply(t, "try set again", s.eval(semTrySetSrc, k, "7", "0"), 0)
-	wantIntReply(t, "acquire 2", s.eval(semAcquireSrc, k[:1], "2"), 1)
-	wantIntReply(t, "acquire 2 more", s.eval(semAcquireSrc, k[:1], "2"), 0)
+	wantInt(t, "try set again", s.eval(semTrySetSrc, k, "7", "0"), 0)
+	wantInt(t, "acquire 2", s.eval(semAcquireSrc, k[:1], "2"), 1)
+	wantInt(t, "acquire 2 more", s.eval(semAcquireSrc, k[:1], "2"), 0)
 	if n := s.int("GET", "sem"); n != 1 {
 		t.Fatalf("available %d, want 1", n)
 	}
-	wantIntReply(t, "release 2", s.eval(semReleaseSrc, k, "2"), 3)
+	wantInt(t, "release 2", s.eval(semReleaseSrc, k, "2"), 3)
 	sub.want(k[1], "3")
-	wantIntReply(t, "add -4", s.eval(semAddSrc, k, "-4"), -1)
+	wantInt(t, "add -4", s.eval(semAddSrc, k, "-4"), -1)
 	sub.quiet(k[1])
-	wantIntReply(t, "acquire below zero", s.eval(semAcquireSrc, k[:1], "1"), 0)
-	wantIntReply(t, "add 5", s.eval(semAddSrc, k, "5"), 4)
+	wantInt(t, "acquire below zero", s.eval(semAcquireSrc, k[:1], "1"), 0)
+	wantInt(t, "add 5", s.eval(semAddSrc, k, "5"), 4)
 	sub.want(k[1], "4")
-	wantIntReply(t, "drain", s.eval(semDrainSrc, k[:1]), 4)
-	wantIntReply(t, "drain empty", s.eval(semDrainSrc, k[:1]), 0)
+	wantInt(t, "drain", s.eval(semDrainSrc, k[:1]), 4)
+	wantInt(t, "drain empty", s.eval(semDrainSrc, k[:1]), 0)
 	if n := s.int("GET", "sem"); n != 0 {
 		t.Fatalf("available after drain %d", n)
 	}
 }
 
 func TestSemaphoreTrySetAppliesTheTimeToLive(t *testing.T) {
-	s := newFamSrv(t)
+	s := newScriptServer(t)
 	k := []string{"sem", "redisson_sc:{sem}"}
-	wantIntReply(t, "try set", s.eval(semTrySetSrc, k, "3", "60000"), 1)
+	wantInt(t, "try set", s.eval(semTrySetSrc, k, "3", "60000"), 1)
 	if p := s.int("PTTL", "sem"); p < 59000 {
 		t.Fatalf("PTTL %d", p)
 	}

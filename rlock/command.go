@@ -147,14 +147,3 @@ func tried(err error) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// check validates an object's name and the client for a call.
-func (c *Client) check(op, name string) error {
-	if name == "" {
-		return nameError(op)
-	}
-	if c.closed.Load() {
-		return ErrClosed
-	}
-	return nil
-}

@@ -10,8 +10,9 @@ import (
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
-// Uncontended round trips of the family's locks and semaphore, each goroutine on its own name, against a real
-// redis-server: client cost (allocations) and pipelined throughput. Figures guide design only (shared machine).
+// Uncontended round trips of the fenced and fair locks and the semaphore, each goroutine on its own name, against a
+// real redis-server: client cost (allocations) and pipelined throughput. Figures guide design only (shared machine).
+// The plain lock's workloads are integration's BenchmarkW1..W3.
 //
 //	go test ./rlock -run '^$' -bench 'BenchmarkFamily' -benchtime 3s
 
