@@ -35,8 +35,8 @@ func famCommandCalls(t *testing.T, srv *redistest.Server) int64 {
 
 func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	validID := "00112233445566778899aabbccddeeff"
 
 	cases := []struct {
@@ -143,8 +143,8 @@ func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T)
 
 func TestFamilyReportsServerSideRefusalsWithTypedErrors(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	pes := c.PermitExpirableSemaphore("p")
 	pes.TrySetPermits(ctx, 1)
 	if err := pes.Release(ctx, "00112233445566778899aabbccddeeff"); !errors.Is(err, rlock.ErrPermitNotFound) {

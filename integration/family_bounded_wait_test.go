@@ -25,7 +25,7 @@ func TestSemaphoreWaiterFindsPermitsThatNoMessageAnnounced(t *testing.T) {
 		t.Fatalf("TrySetPermits: %v %v", ok, err)
 	}
 	futs := []*future.Future[struct{}]{s.AcquireAsync(ctx, 1), s.AcquireAsync(ctx, 1)}
-	famSubscribed(t, srv, "redisson_sc:{sem:silent}")
+	subscribed(t, srv, "redisson_sc:{sem:silent}")
 	start := time.Now()
 	if _, err := srv.Do(ctx, "INCRBY", "sem:silent", "2"); err != nil { // no PUBLISH
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestLatchAwaiterNoticesAnOpeningThatNoMessageAnnounced(t *testing.T) {
 		t.Fatalf("TrySetCount: %v %v", ok, err)
 	}
 	futs := []*future.Future[struct{}]{l.AwaitAsync(ctx), l.AwaitAsync(ctx), l.AwaitAsync(ctx)}
-	famSubscribed(t, srv, "redisson_countdownlatch__channel__{latch:silent}")
+	subscribed(t, srv, "redisson_countdownlatch__channel__{latch:silent}")
 	start := time.Now()
 	if _, err := srv.Do(ctx, "DEL", "latch:silent"); err != nil { // opened without a message
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestLockWaiterFindsAReleaseThatNoMessageAnnounced(t *testing.T) {
 		} else {
 			f = c.Lock("lock:silent").LockAsync(ctx)
 		}
-		famSubscribed(t, srv, "redisson_lock__channel:{lock:silent}")
+		subscribed(t, srv, "redisson_lock__channel:{lock:silent}")
 		start := time.Now()
 		if _, err := srv.Do(ctx, "DEL", "lock:silent"); err != nil { // released without a message
 			t.Fatal(err)

@@ -11,8 +11,8 @@ import (
 
 func TestFamilyCloseFailsWaitersAndEndsHeldLocks(t *testing.T) {
 	srv := redistest.Start(t)
-	other := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	other := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	c, err := rlock.NewClientFromURL(srv.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -29,8 +29,8 @@ func TestFamilyCloseFailsWaitersAndEndsHeldLocks(t *testing.T) {
 	rlWait := c.RateLimiter("r").AcquireAsync(ctx, 1)
 	other.CountDownLatch("l").TrySetCount(ctx, 1)
 	latchWait := c.CountDownLatch("l").AwaitAsync(ctx)
-	famSubscribed(t, srv, "redisson_sc:{s}")
-	famSubscribed(t, srv, "redisson_countdownlatch__channel__{l}")
+	subscribed(t, srv, "redisson_sc:{s}")
+	subscribed(t, srv, "redisson_countdownlatch__channel__{l}")
 
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestFamilyCloseFailsWaitersAndEndsHeldLocks(t *testing.T) {
 			t.Errorf("%s waiter after Close: %v, want ErrClosed", name, err)
 		}
 	}
-	if cause := famDone(t, held, time.Second); !errors.Is(cause, rlock.ErrClosed) {
+	if cause := doneCause(t, held, time.Second); !errors.Is(cause, rlock.ErrClosed) {
 		t.Fatalf("held fair lock after Close: %v", cause)
 	}
 	// Every later call reports ErrClosed.

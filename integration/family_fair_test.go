@@ -24,8 +24,8 @@ func famQueueLen(t testing.TB, srv *redistest.Server, name string) int64 {
 
 func TestFairLockGrantsEightWaitersInArrivalOrder(t *testing.T) {
 	srv := redistest.Start(t)
-	clients := []*rlock.Client{famClient(t, srv, 0), famClient(t, srv, 0), famClient(t, srv, 0), famClient(t, srv, 0)}
-	ctx := famCtx(t, 20*time.Second)
+	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
+	ctx := ctxT(t, 20*time.Second)
 	holder, err := clients[0].FairLock("fair").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +51,7 @@ func TestFairLockGrantsEightWaitersInArrivalOrder(t *testing.T) {
 			}
 		}()
 		// Waiters start 100 ms apart; each is in the server's queue before the next starts.
-		famEventually(t, 5*time.Second, "waiter queued", func() bool { return famQueueLen(t, srv, "fair") == int64(i+1) })
+		eventually(t, 5*time.Second, "waiter queued", func() bool { return famQueueLen(t, srv, "fair") == int64(i+1) })
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err := clients[0].FairLock("fair").Unlock(holder); err != nil {
@@ -73,8 +73,8 @@ func TestFairLockGrantsEightWaitersInArrivalOrder(t *testing.T) {
 
 func TestFairLockFiveHundredWaitersAllAcquire(t *testing.T) {
 	srv := redistest.Start(t)
-	clients := []*rlock.Client{famClient(t, srv, 0), famClient(t, srv, 0)}
-	ctx := famCtx(t, 60*time.Second)
+	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
+	ctx := ctxT(t, 60*time.Second)
 	holder, err := clients[0].FairLock("many").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestFairLockFiveHundredWaitersAllAcquire(t *testing.T) {
 			l.UnlockAsync(held).OnComplete(func(_ struct{}, err error) { p.Complete(struct{}{}, err) })
 		})
 	}
-	famEventually(t, 20*time.Second, "all queued", func() bool { return famQueueLen(t, srv, "many") == n })
+	eventually(t, 20*time.Second, "all queued", func() bool { return famQueueLen(t, srv, "many") == n })
 	if err := clients[0].FairLock("many").Unlock(holder); err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestFairLockFiveHundredWaitersAllAcquire(t *testing.T) {
 
 func TestFairLockTryWithoutWaitNeverQueues(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	held, err := a.FairLock("f").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -155,8 +155,8 @@ func TestFairLockTryWithoutWaitNeverQueues(t *testing.T) {
 
 func TestFairLockAbandonedWaiterLeavesAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b, c := famClient(t, srv, 0), famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 20*time.Second)
+	a, b, c := newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 20*time.Second)
 	held, err := a.FairLock("f").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -164,14 +164,14 @@ func TestFairLockAbandonedWaiterLeavesAtOnce(t *testing.T) {
 	// B waits with a long wait, then its caller gives up (context cancelled).
 	bctx, cancelB := context.WithCancel(ctx)
 	bf := b.FairLock("f").TryLockAsync(bctx, time.Minute, 0)
-	famEventually(t, 5*time.Second, "B queued", func() bool { return famQueueLen(t, srv, "f") == 1 })
+	eventually(t, 5*time.Second, "B queued", func() bool { return famQueueLen(t, srv, "f") == 1 })
 	cf := c.FairLock("f").TryLockAsync(ctx, 10*time.Second, 0)
-	famEventually(t, 5*time.Second, "C queued", func() bool { return famQueueLen(t, srv, "f") == 2 })
+	eventually(t, 5*time.Second, "C queued", func() bool { return famQueueLen(t, srv, "f") == 2 })
 	cancelB()
 	if _, err := bf.Get(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("B: %v", err)
 	}
-	famEventually(t, 5*time.Second, "B left the queue", func() bool { return famQueueLen(t, srv, "f") == 1 })
+	eventually(t, 5*time.Second, "B left the queue", func() bool { return famQueueLen(t, srv, "f") == 1 })
 	start := time.Now()
 	if err := a.FairLock("f").Unlock(held); err != nil {
 		t.Fatal(err)
@@ -188,8 +188,8 @@ func TestFairLockAbandonedWaiterLeavesAtOnce(t *testing.T) {
 
 func TestFairLockKilledWaiterDelaysOthersByNoMoreThanItsWait(t *testing.T) {
 	srv := redistest.Start(t)
-	a, c := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 20*time.Second)
+	a, c := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 20*time.Second)
 	held, err := a.FairLock("f").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -202,10 +202,10 @@ func TestFairLockKilledWaiterDelaysOthersByNoMoreThanItsWait(t *testing.T) {
 	const bWait = 800 * time.Millisecond
 	bStart := time.Now()
 	b.FairLock("f").TryLockAsync(ctx, bWait, 0)
-	famEventually(t, 5*time.Second, "B queued", func() bool { return famQueueLen(t, srv, "f") == 1 })
+	eventually(t, 5*time.Second, "B queued", func() bool { return famQueueLen(t, srv, "f") == 1 })
 	b.Close()
 	cf := c.FairLock("f").TryLockAsync(ctx, 10*time.Second, 0)
-	famEventually(t, 5*time.Second, "C queued", func() bool { return famQueueLen(t, srv, "f") == 2 })
+	eventually(t, 5*time.Second, "C queued", func() bool { return famQueueLen(t, srv, "f") == 2 })
 	// The holder leaves: the wake-up goes to B, the head, which is dead. C gets the lock once B's deadline passed.
 	if err := a.FairLock("f").Unlock(held); err != nil {
 		t.Fatal(err)

@@ -12,9 +12,9 @@ import (
 
 func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
+	c := newLockClient(t, srv, 0)
 	l := c.FencedLock("fenced")
-	ctx := famCtx(t, 10*time.Second)
+	ctx := ctxT(t, 10*time.Second)
 
 	held, tok, err := l.Lock(ctx)
 	if err != nil || tok != 1 {
@@ -36,7 +36,7 @@ func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
 			t.Fatalf("Unlock: %v", err)
 		}
 	}
-	if cause := famDone(t, held, time.Second); !errors.Is(cause, rlock.ErrReleased) {
+	if cause := doneCause(t, held, time.Second); !errors.Is(cause, rlock.ErrReleased) {
 		t.Fatalf("held cause %v, want ErrReleased", cause)
 	}
 	held, tok, err = l.LockLease(ctx, 5*time.Second)
@@ -90,8 +90,8 @@ func (s *fencedStore) write(token int64, v string) error {
 
 func TestFencedLockTokenLetsTheResourceRefuseAPausedFormerHolder(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	store := &fencedStore{}
 
 	heldA, tokA, err := a.FencedLock("res").LockLease(ctx, 300*time.Millisecond)
@@ -113,7 +113,7 @@ func TestFencedLockTokenLetsTheResourceRefuseAPausedFormerHolder(t *testing.T) {
 	if err := store.write(tokB, "B1"); err != nil {
 		t.Fatal(err)
 	}
-	if cause := famDone(t, heldA, time.Second); !errors.Is(cause, rlock.ErrLeaseExpired) {
+	if cause := doneCause(t, heldA, time.Second); !errors.Is(cause, rlock.ErrLeaseExpired) {
 		t.Fatalf("A's held cause %v, want ErrLeaseExpired", cause)
 	}
 	// A wakes up and writes with its old token: refused.
@@ -133,14 +133,14 @@ func TestFencedLockTokenLetsTheResourceRefuseAPausedFormerHolder(t *testing.T) {
 
 func TestFencedLockWaiterIsWokenByTheRelease(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	heldA, _, err := a.FencedLock("w").Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	fut := b.FencedLock("w").TryLockAsync(ctx, 5*time.Second, 0)
-	famSubscribed(t, srv, "redisson_lock__channel:{w}") // B is waiting
+	subscribed(t, srv, "redisson_lock__channel:{w}") // B is waiting
 	start := time.Now()
 	if err := a.FencedLock("w").Unlock(heldA); err != nil {
 		t.Fatal(err)

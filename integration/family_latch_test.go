@@ -11,8 +11,8 @@ import (
 
 func TestCountDownLatchReleasesEveryAwaiterAtZero(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	if ok, err := a.CountDownLatch("latch").TrySetCount(ctx, 3); !ok || err != nil {
 		t.Fatalf("TrySetCount: %v %v", ok, err)
 	}
@@ -27,7 +27,7 @@ func TestCountDownLatchReleasesEveryAwaiterAtZero(t *testing.T) {
 		}
 		futs[i] = c.CountDownLatch("latch").AwaitAsync(ctx)
 	}
-	famEventually(t, 5*time.Second, "both clients await", func() bool {
+	eventually(t, 5*time.Second, "both clients await", func() bool {
 		r, err := srv.Do(ctx, "PUBSUB", "NUMSUB", "redisson_countdownlatch__channel__{latch}")
 		return err == nil && r.Array[1].Int == 2
 	})
@@ -61,8 +61,8 @@ func TestCountDownLatchReleasesEveryAwaiterAtZero(t *testing.T) {
 
 func TestCountDownLatchAwaitTimeoutAndDelete(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	l := c.CountDownLatch("latch")
 	l.TrySetCount(ctx, 1)
 	start := time.Now()
@@ -73,7 +73,7 @@ func TestCountDownLatchAwaitTimeoutAndDelete(t *testing.T) {
 		t.Fatalf("AwaitTimeout returned after %v", d)
 	}
 	fut := l.AwaitTimeoutAsync(ctx, 5*time.Second)
-	famSubscribed(t, srv, "redisson_countdownlatch__channel__{latch}")
+	subscribed(t, srv, "redisson_countdownlatch__channel__{latch}")
 	if ok, _ := l.Delete(ctx); !ok {
 		t.Fatal("Delete of a closed latch reported false")
 	}

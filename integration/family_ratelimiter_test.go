@@ -12,8 +12,8 @@ import (
 
 func TestRateLimiterSlidingWindow(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	r := c.RateLimiter("rl")
 	if _, err := r.TryAcquire(ctx, 1, 0); !errors.Is(err, rlock.ErrRateNotSet) {
 		t.Fatalf("without a rate: %v", err)
@@ -59,8 +59,8 @@ func TestRateLimiterSlidingWindow(t *testing.T) {
 
 func TestRateLimiterNeverGrantsMoreThanTheRateInAnyWindow(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 30*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 30*time.Second)
 	const rate, interval = 10, 300 * time.Millisecond
 	a.RateLimiter("rl").TrySetRate(ctx, rlock.RateConfig{Rate: rate, Interval: interval})
 	type span struct{ before, after time.Time } // the grant happened on the server between these instants
@@ -108,8 +108,8 @@ func TestRateLimiterNeverGrantsMoreThanTheRateInAnyWindow(t *testing.T) {
 
 func TestRateLimiterPerClientRates(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	a.RateLimiter("rl").SetRate(ctx, rlock.RateConfig{Type: rlock.RatePerClient, Rate: 2, Interval: time.Minute})
 	for _, c := range []*rlock.Client{a, b} {
 		if ok, _ := c.RateLimiter("rl").TryAcquire(ctx, 2, 0); !ok {
@@ -123,8 +123,8 @@ func TestRateLimiterPerClientRates(t *testing.T) {
 
 func TestFixedWindowLimiter(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	l := c.FixedWindowLimiter("rate.limiting:127.0.0.1", 3, 300*time.Millisecond)
 	start := time.Now()
 	for range 3 {

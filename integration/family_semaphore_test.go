@@ -14,8 +14,8 @@ import (
 
 func TestSemaphorePermitsAreTakenReleasedAddedAndDrained(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	s := c.Semaphore("sem")
 	if ok, err := s.TrySetPermits(ctx, 3); !ok || err != nil {
 		t.Fatalf("TrySetPermits: %v %v", ok, err)
@@ -48,14 +48,14 @@ func TestSemaphorePermitsAreTakenReleasedAddedAndDrained(t *testing.T) {
 
 func TestSemaphoreWaiterIsWokenByARelease(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	a.Semaphore("sem").TrySetPermits(ctx, 1)
 	if err := a.Semaphore("sem").Acquire(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
 	fut := b.Semaphore("sem").TryAcquireAsync(ctx, 1, 5*time.Second)
-	famSubscribed(t, srv, "redisson_sc:{sem}")
+	subscribed(t, srv, "redisson_sc:{sem}")
 	start := time.Now()
 	if err := a.Semaphore("sem").Release(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -78,8 +78,8 @@ func TestSemaphoreWaiterIsWokenByARelease(t *testing.T) {
 
 func TestSemaphoreNeverLetsMoreHoldersInThanPermits(t *testing.T) {
 	srv := redistest.Start(t)
-	clients := []*rlock.Client{famClient(t, srv, 0), famClient(t, srv, 0), famClient(t, srv, 0)}
-	ctx := famCtx(t, 30*time.Second)
+	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
+	ctx := ctxT(t, 30*time.Second)
 	clients[0].Semaphore("sem").TrySetPermits(ctx, 3)
 	var inside, peak, done atomic.Int64
 	var wg sync.WaitGroup
@@ -120,12 +120,12 @@ func TestSemaphoreNeverLetsMoreHoldersInThanPermits(t *testing.T) {
 
 func TestSemaphoreAbandonedAcquireKeepsNoPermit(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	s := c.Semaphore("sem")
 	wctx, cancel := context.WithCancel(ctx)
 	fut := s.AcquireAsync(wctx, 2)
-	famSubscribed(t, srv, "redisson_sc:{sem}")
+	subscribed(t, srv, "redisson_sc:{sem}")
 	cancel()
 	if _, err := fut.Get(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned acquire: %v", err)
@@ -138,8 +138,8 @@ func TestSemaphoreAbandonedAcquireKeepsNoPermit(t *testing.T) {
 
 func TestPermitExpirableSemaphoreLeaseEndReturnsThePermit(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	s := a.PermitExpirableSemaphore("pes")
 	s.TrySetPermits(ctx, 1)
 	start := time.Now()
@@ -171,8 +171,8 @@ func TestPermitExpirableSemaphoreLeaseEndReturnsThePermit(t *testing.T) {
 
 func TestPermitExpirableSemaphoreUpdateLeaseAndRelease(t *testing.T) {
 	srv := redistest.Start(t)
-	c := famClient(t, srv, 0)
-	ctx := famCtx(t, 10*time.Second)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
 	s := c.PermitExpirableSemaphore("pes")
 	s.TrySetPermits(ctx, 2)
 	ids, err := s.AcquireN(ctx, 2, 200*time.Millisecond)
@@ -185,7 +185,7 @@ func TestPermitExpirableSemaphoreUpdateLeaseAndRelease(t *testing.T) {
 	if err := s.UpdateLease(ctx, "ffeeddccbbaa99887766554433221100", time.Second); !errors.Is(err, rlock.ErrPermitNotFound) {
 		t.Fatalf("UpdateLease of an unknown id: %v", err)
 	}
-	famEventually(t, 2*time.Second, "the short lease ends", func() bool {
+	eventually(t, 2*time.Second, "the short lease ends", func() bool {
 		avail, held, _ := s.Permits(ctx)
 		return avail == 1 && held == 1
 	})
@@ -199,8 +199,8 @@ func TestPermitExpirableSemaphoreUpdateLeaseAndRelease(t *testing.T) {
 
 func TestPermitExpirableSemaphoreConcurrentHoldersStayWithinPermits(t *testing.T) {
 	srv := redistest.Start(t)
-	a, b := famClient(t, srv, 0), famClient(t, srv, 0)
-	ctx := famCtx(t, 30*time.Second)
+	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 30*time.Second)
 	a.PermitExpirableSemaphore("pes").TrySetPermits(ctx, 2)
 	var inside, peak atomic.Int64
 	var wg sync.WaitGroup

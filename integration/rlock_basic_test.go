@@ -302,15 +302,6 @@ func TestContextEndIsNotFailureToAcquire(t *testing.T) {
 	}
 }
 
-func mustOwner(t testing.TB, held context.Context) string {
-	t.Helper()
-	o, ok := rlock.OwnerOf(held)
-	if !ok {
-		t.Fatal("no owner in the held context")
-	}
-	return o
-}
-
 func TestNewClientFromURL(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithPassword("s3cret"))
 	c, err := rlock.NewClientFromURL(srv.URL())

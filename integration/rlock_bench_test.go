@@ -128,45 +128,63 @@ func BenchmarkW1(b *testing.B) {
 			srv := redistest.Start(b)
 			c := benchClient(b, srv, rlock.Config{})
 			ctx := context.Background()
-			var next atomic.Int64
-			hists := make([]*hdrhistogram.Histogram, g)
-			var wg sync.WaitGroup
-			b.ReportAllocs()
-			u0 := sampleUsage(b, srv)
-			b.ResetTimer()
-			for i := 0; i < g; i++ {
-				hists[i] = newHist()
-				wg.Add(1)
-				go func() { // owned by the benchmark; waited for by wg
-					defer wg.Done()
-					l := c.Lock("w1:" + strconv.Itoa(i))
-					h := hists[i]
-					for next.Add(1) <= int64(b.N) {
-						t0 := time.Now()
-						held, err := l.Lock(ctx)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if err := l.Unlock(held); err != nil {
-							b.Error(err)
-							return
-						}
-						h.RecordValue(time.Since(t0).Microseconds())
-					}
-				}()
+			locks := make([]*rlock.Lock, g)
+			for i := range locks {
+				locks[i] = c.Lock("w1:" + strconv.Itoa(i))
 			}
-			wg.Wait()
-			b.StopTimer()
-			wall := u0.report(b, srv)
-			all := newHist()
-			for _, h := range hists {
-				all.Merge(h)
-			}
+			wall, all := runWorkers(b, srv, g, func(i int, h *hdrhistogram.Histogram) bool {
+				l := locks[i]
+				t0 := time.Now()
+				held, err := l.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return false
+				}
+				if err := l.Unlock(held); err != nil {
+					b.Error(err)
+					return false
+				}
+				h.RecordValue(time.Since(t0).Microseconds())
+				return true
+			})
 			b.ReportMetric(float64(b.N)/wall.Seconds(), "pairs/s")
 			reportLatency(b, all, "pair")
 		})
 	}
+}
+
+// runWorkers runs b.N operations on g goroutines (op is called with the goroutine's index and latency histogram
+// until the operations run out or it reports false), waits for them, reports the CPU figures of the run and returns
+// its wall time and the merged histogram.
+func runWorkers(b *testing.B, srv *redistest.Server, g int, op func(i int, h *hdrhistogram.Histogram) bool) (time.Duration, *hdrhistogram.Histogram) {
+	var next atomic.Int64
+	hists := make([]*hdrhistogram.Histogram, g)
+	for i := range hists {
+		hists[i] = newHist()
+	}
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	u0 := sampleUsage(b, srv)
+	b.ResetTimer()
+	for i := range g {
+		wg.Add(1)
+		go func() { // owned by the benchmark; waited for by wg
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if !op(i, hists[i]) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	wall := u0.report(b, srv)
+	all := newHist()
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	return wall, all
 }
 
 // BenchmarkW2 is W2: 64 goroutines on 1 or 16 keys (goroutine i uses key i%K), blocking acquire with the watchdog,
@@ -187,56 +205,41 @@ func BenchmarkW2(b *testing.B) {
 				acq     int64
 			}
 			ks := make([]keyState, keys)
-			var violations, next atomic.Int64
-			counts := make([]int64, g)
-			hists := make([]*hdrhistogram.Histogram, g)
-			var wg sync.WaitGroup
 			for i := range ks {
 				ks[i].last = -1
 			}
-			b.ReportAllocs()
-			u0 := sampleUsage(b, srv)
-			b.ResetTimer()
-			for i := 0; i < g; i++ {
-				hists[i] = newHist()
-				wg.Add(1)
-				go func() { // owned by the benchmark; waited for by wg
-					defer wg.Done()
-					k := &ks[i%keys]
-					l := c.Lock("w2:" + strconv.Itoa(i%keys))
-					for next.Add(1) <= int64(b.N) {
-						t0 := time.Now()
-						held, err := l.Lock(ctx)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						hists[i].RecordValue(time.Since(t0).Microseconds())
-						if k.holders.Add(1) != 1 {
-							violations.Add(1)
-						}
-						k.counter++
-						k.acq++
-						if k.last == i {
-							k.reacq++
-						}
-						k.last = i
-						counts[i]++
-						k.holders.Add(-1)
-						if err := l.Unlock(held); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				}()
+			var violations atomic.Int64
+			counts := make([]int64, g)
+			locks := make([]*rlock.Lock, g)
+			for i := range locks {
+				locks[i] = c.Lock("w2:" + strconv.Itoa(i%keys))
 			}
-			wg.Wait()
-			b.StopTimer()
-			wall := u0.report(b, srv)
-			all := newHist()
-			for _, h := range hists {
-				all.Merge(h)
-			}
+			wall, all := runWorkers(b, srv, g, func(i int, h *hdrhistogram.Histogram) bool {
+				k, l := &ks[i%keys], locks[i]
+				t0 := time.Now()
+				held, err := l.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return false
+				}
+				h.RecordValue(time.Since(t0).Microseconds())
+				if k.holders.Add(1) != 1 {
+					violations.Add(1)
+				}
+				k.counter++
+				k.acq++
+				if k.last == i {
+					k.reacq++
+				}
+				k.last = i
+				counts[i]++
+				k.holders.Add(-1)
+				if err := l.Unlock(held); err != nil {
+					b.Error(err)
+					return false
+				}
+				return true
+			})
 			var reacq, acq int64
 			for i := range ks {
 				if ks[i].counter != ks[i].acq {

@@ -33,43 +33,36 @@ func TestSharedCounterSixteenClients(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	const clients, iterations = 16, 100
 	var ex exclusion
-	var wg sync.WaitGroup
-	errs := make(chan error, clients)
-	for i := 0; i < clients; i++ {
-		c := newLockClient(t, srv, 2*time.Second)
-		wg.Add(1)
-		go func() { // owned by the test; waited for by wg
-			defer wg.Done()
-			l := c.Lock("counter-lock")
-			for j := 0; j < iterations; j++ {
-				err := l.Run(ctx, func(held context.Context) error {
-					ex.enter()
-					defer ex.leave()
-					v, err := c.Conn().Do(held, "GET", "counter").Get(held)
-					if err != nil {
+	cs := make([]*rlock.Client, clients)
+	for i := range cs {
+		cs[i] = newLockClient(t, srv, 2*time.Second)
+	}
+	inParallel(t, clients, func(i int) error {
+		c := cs[i]
+		l := c.Lock("counter-lock")
+		for j := 0; j < iterations; j++ {
+			err := l.Run(ctx, func(held context.Context) error {
+				ex.enter()
+				defer ex.leave()
+				v, err := c.Conn().Do(held, "GET", "counter").Get(held)
+				if err != nil {
+					return err
+				}
+				n := 0
+				if !v.Null {
+					if n, err = strconv.Atoi(v.Str); err != nil {
 						return err
 					}
-					n := 0
-					if !v.Null {
-						if n, err = strconv.Atoi(v.Str); err != nil {
-							return err
-						}
-					}
-					_, err = c.Conn().Do(held, "SET", "counter", strconv.Itoa(n+1)).Get(held)
-					return err
-				})
-				if err != nil {
-					errs <- err
-					return
 				}
+				_, err = c.Conn().Do(held, "SET", "counter", strconv.Itoa(n+1)).Get(held)
+				return err
+			})
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+		}
+		return nil
+	})
 	if n, err := srv.DoInt(ctx, "GET", "counter"); err != nil || n != clients*iterations {
 		t.Fatalf("counter = %d, %v; want %d", n, err, clients*iterations)
 	}
@@ -85,32 +78,20 @@ func TestCyclesLeaveNoSubscriptions(t *testing.T) {
 	ctx := ctxT(t, 60*time.Second)
 	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
 	const workers, cycles = 10, 500 // 5,000 cycles
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
+	inParallel(t, workers, func(w int) error {
 		c := clients[w%len(clients)]
-		wg.Add(1)
-		go func() { // owned by the test; waited for by wg
-			defer wg.Done()
-			for i := 0; i < cycles; i++ {
-				l := c.Lock("cycle-" + strconv.Itoa((w+i)%5))
-				held, err := l.Lock(ctx)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if err := l.Unlock(held); err != nil {
-					errs <- err
-					return
-				}
+		for i := 0; i < cycles; i++ {
+			l := c.Lock("cycle-" + strconv.Itoa((w+i)%5))
+			held, err := l.Lock(ctx)
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			if err := l.Unlock(held); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	for _, c := range clients {
 		if st := c.Stats(); st != (rlock.Stats{}) {
 			t.Errorf("client state after the cycles: %+v", st)
@@ -147,33 +128,22 @@ func TestTryUnlockChurnLeaksNothing(t *testing.T) {
 	}
 	var ex exclusion
 	var acquired atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines)
 	l := c.Lock("churn")
-	for g := 0; g < goroutines; g++ {
-		wg.Add(1)
-		go func() { // owned by the test; waited for by wg
-			defer wg.Done()
-			for i := 0; i < iterations; i++ {
-				held, err := l.TryLock(ctx, 0, 0)
-				if err != nil {
-					continue // ErrNotAcquired (checked below by the count)
-				}
-				ex.enter()
-				acquired.Add(1)
-				ex.leave()
-				if err := l.Unlock(held); err != nil {
-					errs <- err
-					return
-				}
+	inParallel(t, goroutines, func(int) error {
+		for i := 0; i < iterations; i++ {
+			held, err := l.TryLock(ctx, 0, 0)
+			if err != nil {
+				continue // ErrNotAcquired (checked below by the count)
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+			ex.enter()
+			acquired.Add(1)
+			ex.leave()
+			if err := l.Unlock(held); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	t.Logf("%d of %d tries acquired", acquired.Load(), goroutines*iterations)
 	if acquired.Load() == 0 || ex.violations.Load() != 0 || lost.Load() != 0 {
 		t.Fatalf("acquired %d, violations %d, lost %d", acquired.Load(), ex.violations.Load(), lost.Load())

@@ -129,7 +129,7 @@ func TestKilledProcessFreesLockWithinWatchdog(t *testing.T) {
 // Redisson's testLockLongerThanWatchdog: the watchdog keeps a lock for 10 × its timeout.
 func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
 	srv := redistest.Start(t)
-	const watchdog = 600 * time.Millisecond // short, yet tolerant of a starved -race run
+	const watchdog = time.Second // short, yet with slack for a starved -race run on a loaded machine
 	var batches, renewed atomic.Int64
 	c, err := rlock.NewClient(rlock.Config{
 		Conn:            conn.Config{Addr: srv.Addr()},
@@ -143,7 +143,7 @@ func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx := ctxT(t, 20*time.Second)
+	ctx := ctxT(t, 30*time.Second)
 	l := c.Lock("lock")
 	held := mustLock(t, l, ctx)
 
@@ -165,8 +165,10 @@ func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
 	case <-time.After(2 * watchdog):
 	case <-ctx.Done():
 	}
-	if n := batches.Load(); n != after {
-		t.Errorf("%d renewal batches ran after Unlock", n-after)
+	// A batch sent before the Unlock may complete after it; a renewal still running would complete about six
+	// (one every third of the timeout).
+	if n := batches.Load() - after; n > 1 {
+		t.Errorf("%d renewal batches ran after Unlock", n)
 	}
 }
 
@@ -221,44 +223,5 @@ func TestNoRenewalAfterCancelledAcquire(t *testing.T) {
 	}
 	if n := renewals.Load() - before; n != 0 {
 		t.Errorf("%d renewals after every acquire ended", n)
-	}
-}
-
-// observerFunc adapts functions to rlock.Observer.
-type observerFunc struct {
-	rlock.NopObserver
-	renewal  func(rlock.RenewalEvent)
-	acquired func(rlock.AcquiredEvent)
-	lost     func(rlock.LostEvent)
-}
-
-func (o observerFunc) RenewalBatch(e rlock.RenewalEvent) {
-	if o.renewal != nil {
-		o.renewal(e)
-	}
-}
-
-func (o observerFunc) Acquired(e rlock.AcquiredEvent) {
-	if o.acquired != nil {
-		o.acquired(e)
-	}
-}
-
-func (o observerFunc) Lost(e rlock.LostEvent) {
-	if o.lost != nil {
-		o.lost(e)
-	}
-}
-
-// eventually waits for cond, checking every few milliseconds, and fails the test after d. It is for state that
-// settles through asynchronous work no event reports.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
