@@ -29,7 +29,8 @@ type Client struct {
 	log      *slog.Logger
 	obs      Observer
 
-	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot
+	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot (batchKeyOf)
+	pub       string        // the publish command every publishing script takes last (publishLua)
 	nextOwner atomic.Uint64 // last owner id handed out; owner ids start at 1
 	closed    atomic.Bool
 
@@ -95,6 +96,9 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		seed:  maphash.MakeSeed(),
 	}
 	c.cluster = cc.IsCluster()
+	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
+	// is where conn subscribes the channels (Redisson makes the same choice).
+	c.pub = cc.PublishCommand()
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.holds = make(map[holdKey]*hold)

@@ -14,11 +14,12 @@ import "github.com/locksmith-go/locksmith/conn"
 //	KEYS[2] channel
 //	ARGV[1] count (> 0)
 //	ARGV[2] message ("1")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = set; 0 = a count is already set.
-const latchTrySetSrc = `if redis.call('exists', KEYS[1]) == 1 then return 0 end
+const latchTrySetSrc = publishLua + `if redis.call('exists', KEYS[1]) == 1 then return 0 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call('publish', KEYS[2], ARGV[2])
+redis.call(publish, KEYS[2], ARGV[2])
 return 1`
 
 // latchCountDownSrc decrements the count; at zero it deletes the latch and wakes every awaiter.
@@ -26,13 +27,14 @@ return 1`
 //	KEYS[1] latch name
 //	KEYS[2] channel
 //	ARGV[1] message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: the count afterwards (0 when the latch opened or was open; never negative).
-const latchCountDownSrc = `if redis.call('exists', KEYS[1]) == 0 then return 0 end
+const latchCountDownSrc = publishLua + `if redis.call('exists', KEYS[1]) == 0 then return 0 end
 local v = redis.call('decr', KEYS[1])
 if v <= 0 then
   redis.call('del', KEYS[1])
-  redis.call('publish', KEYS[2], ARGV[1])
+  redis.call(publish, KEYS[2], ARGV[1])
   return 0
 end
 return v`
@@ -42,10 +44,11 @@ return v`
 //	KEYS[1] latch name
 //	KEYS[2] channel
 //	ARGV[1] message ("1")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = deleted; 0 = it was open.
-const latchDeleteSrc = `if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
+const latchDeleteSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
+  redis.call(publish, KEYS[2], ARGV[1])
   return 1
 end
 return 0`

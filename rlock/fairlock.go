@@ -69,7 +69,7 @@ func (l *FairLock) Name() string { return l.name }
 // The fair lock's rules: the server orders the waiters; each waits on its own channel, which says it is its turn.
 
 func (l *FairLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), unlockMessage}
+	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), unlockMessage, l.c.pub}
 }
 
 func (l *FairLock) decode(v resp.Value, err error) outcome {
@@ -94,7 +94,7 @@ func (l *FairLock) left(lc *lockCall) {
 		return
 	}
 	owner := lc.owner
-	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, unlockMessage}}).
+	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, unlockMessage, l.c.pub}}).
 		OnComplete(func(_ resp.Value, err error) {
 			if err != nil && !l.c.closed.Load() {
 				l.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
@@ -179,7 +179,7 @@ func (l *FairLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // This client's holds end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
-		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage}}).Get(ctx)
+		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.

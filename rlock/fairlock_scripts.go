@@ -52,13 +52,14 @@ end
 //	ARGV[3] the waiter's deadline, in milliseconds from now on the server's clock; 0 = a try without waiting,
 //	        which is never queued
 //	ARGV[4] wake-up message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: a bulk string = granted, the owner's new hold count. An integer = refused: for the head waiter the lock's
 // PTTL (it is woken on its channel when the lock is released; -1: the key has no expiry), for a waiter further back
 // the time until the head's deadline (when the head may be dropped), for a try without waiting the lock's PTTL.
 // When the lock is free but the head is another, living waiter, that waiter is woken (it may have missed its
 // message): nobody else may take the lock before it.
-const fairAcquireSrc = fairNowLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+const fairAcquireSrc = publishLua + fairNowLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return tostring(n)
@@ -77,7 +78,7 @@ end
 local wait = tonumber(ARGV[3])
 if wait <= 0 then
   if free then
-    redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4])
+    redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4])
     return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)
   end
   return redis.call('pttl', KEYS[1])
@@ -90,7 +91,7 @@ if head == ARGV[2] then
   return redis.call('pttl', KEYS[1])
 end
 if free then
-  redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4])
+  redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4])
 end
 return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)`
 
@@ -103,21 +104,22 @@ return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)`
 //	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
 //	ARGV[3] lease in milliseconds, re-armed when holds remain
 //	ARGV[4] wake-up message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner does not hold the lock (the head is woken if the lock is free: it may be waiting for a
 // lease that ended); 0 = one hold released, others remain; 1 = released and the head woken; -n = the owner holds
 // n, not the count expected: nothing changed.
-const fairReleaseSrc = fairNowLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
+const fairReleaseSrc = publishLua + fairNowLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
 if not c then
   if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[2], 0)
-    if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4]) end
+    if head then redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4]) end
   end
   return nil
 end
 ` + expectCountLua + decrementLua + `redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
-if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[4]) end
+if head then redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4]) end
 return 1`
 
 // fairLeaveSrc takes a waiter that gave up (its wait ran out, its context ended) out of the queue, Redisson's
@@ -127,14 +129,15 @@ return 1`
 //	KEYS[1..4] as fairAcquireSrc
 //	ARGV[1] owner
 //	ARGV[2] wake-up message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = the owner was queued and is not any more; 0 = it was not queued.
-const fairLeaveSrc = fairNowLua + `local head = redis.call('lindex', KEYS[2], 0)
+const fairLeaveSrc = publishLua + fairNowLua + `local head = redis.call('lindex', KEYS[2], 0)
 local n = redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
 if head == ARGV[1] and redis.call('exists', KEYS[1]) == 0 then
   local next = redis.call('lindex', KEYS[2], 0)
-  if next then redis.call('publish', KEYS[4] .. ':' .. next, ARGV[2]) end
+  if next then redis.call(publish, KEYS[4] .. ':' .. next, ARGV[2]) end
 end
 if n > 0 then return 1 end
 return 0`
@@ -143,11 +146,12 @@ return 0`
 //
 //	KEYS[1..4] as fairAcquireSrc
 //	ARGV[1] wake-up message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = the lock existed and was deleted; 0 = there was no lock.
-const fairForceUnlockSrc = fairNowLua + `local n = redis.call('del', KEYS[1])
+const fairForceUnlockSrc = publishLua + fairNowLua + `local n = redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[2], 0)
-if head then redis.call('publish', KEYS[4] .. ':' .. head, ARGV[1]) end
+if head then redis.call(publish, KEYS[4] .. ':' .. head, ARGV[1]) end
 return n`
 
 var (

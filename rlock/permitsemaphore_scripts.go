@@ -18,13 +18,13 @@ const pesNoExpiry = "922337203685477"
 
 // pesReclaimLua computes now (server ms) and returns the permits whose lease ended to the pool, publishing the new
 // number available. KEYS[1] is the permits key, KEYS[2] the lease set, KEYS[3] the channel.
-const pesReclaimLua = `redis.replicate_commands()
+const pesReclaimLua = publishLua + `redis.replicate_commands()
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.call('zremrangebyscore', KEYS[2], 0, now)
 if expired > 0 then
   local v = redis.call('incrby', KEYS[1], expired)
-  if v > 0 then redis.call('publish', KEYS[3], v) end
+  if v > 0 then redis.call(publish, KEYS[3], v) end
 end
 `
 
@@ -33,6 +33,7 @@ end
 //	KEYS[1..3] permits, leases, channel
 //	ARGV[1] lease in milliseconds; 0 = no lease
 //	ARGV[2..n+1] the new permits' ids
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: the bulk string "OK" = taken; an integer = refused: the milliseconds until the earliest lease ends (when
 // a permit may come back without a release), or -1 when no permit has a lease.
@@ -59,6 +60,7 @@ return -1`
 //
 //	KEYS[1..3] permits, leases, channel
 //	ARGV[1..] permit ids
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: the number of ids that were held and are now released. An id whose lease ended (already taken back) or
 // that was released before, or never issued, is not counted.
@@ -68,7 +70,7 @@ for i = 1, #ARGV do
 end
 if removed > 0 then
   local v = redis.call('incrby', KEYS[1], removed)
-  redis.call('publish', KEYS[3], v)
+  redis.call(publish, KEYS[3], v)
 end
 return removed`
 
@@ -77,6 +79,7 @@ return removed`
 //	KEYS[1..3] permits, leases, channel
 //	ARGV[1] permit id
 //	ARGV[2] lease in milliseconds; 0 = no lease
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = updated; 0 = the permit is not held (released, expired or unknown).
 const pesUpdateLeaseSrc = pesReclaimLua + `if not redis.call('zscore', KEYS[2], ARGV[1]) then return 0 end
@@ -88,6 +91,7 @@ return 1`
 // pesAvailableSrc reports the permits available and held, after taking back the expired ones.
 //
 //	KEYS[1..3] permits, leases, channel
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: {available, held}.
 const pesAvailableSrc = pesReclaimLua + `local v = redis.call('get', KEYS[1])
@@ -98,21 +102,23 @@ return {tonumber(v), redis.call('zcard', KEYS[2])}`
 //
 //	KEYS[1..3] permits, leases, channel
 //	ARGV[1] permits
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = set; 0 = already set.
-const pesTrySetSrc = `if redis.call('exists', KEYS[1]) == 1 then return 0 end
+const pesTrySetSrc = publishLua + `if redis.call('exists', KEYS[1]) == 1 then return 0 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call('publish', KEYS[3], ARGV[1])
+redis.call(publish, KEYS[3], ARGV[1])
 return 1`
 
 // pesAddSrc adds n permits (n may be negative) and publishes the new number available when it grew.
 //
 //	KEYS[1..3] permits, leases, channel
 //	ARGV[1] permits to add (non-zero)
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: the number available afterwards.
-const pesAddSrc = `local v = redis.call('incrby', KEYS[1], ARGV[1])
-if tonumber(ARGV[1]) > 0 then redis.call('publish', KEYS[3], v) end
+const pesAddSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
+if tonumber(ARGV[1]) > 0 then redis.call(publish, KEYS[3], v) end
 return v`
 
 var (

@@ -122,7 +122,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 		args func(key, ch, owner string, i int) []string
 	}{
 		{"conditional", func(key, ch, owner string, _ int) []string {
-			return []string{"EVALSHA", shaOf(releaseSrc), "2", key, ch, owner, "1", lease, unlockMessage}
+			return []string{"EVALSHA", shaOf(releaseSrc), "2", key, ch, owner, "1", lease, unlockMessage, "publish"}
 		}},
 		{"redisson-latch", func(key, ch, owner string, i int) []string {
 			latch := "redisson_unlock_latch:{" + key + "}:" + strconv.Itoa(i) + "-0f9e8d7c6b5a"

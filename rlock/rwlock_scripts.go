@@ -83,10 +83,11 @@ return redis.call('pttl', KEYS[1])`
 //	ARGV[1] owner
 //	ARGV[2] the read hold count the owner expects, or 0 for "whatever it is"
 //	ARGV[3] message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner holds no read hold; 0 = released, the lock remains (other holds); 1 = released and the
 // lock deleted; -n = the owner holds n read holds, not the count expected: nothing changed.
-const rwReadReleaseSrc = holdCountLua + `if c == 1 then
+const rwReadReleaseSrc = publishLua + holdCountLua + `if c == 1 then
   redis.call('hdel', KEYS[1], ARGV[1])
 else
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
@@ -110,7 +111,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
   if mode == 'write' then return 0 end
 end
 redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[3])
+redis.call(publish, KEYS[2], ARGV[3])
 return 1`
 
 // rwWriteReleaseSrc releases one write hold. The last one deletes the lock and publishes "1", or, when the owner
@@ -122,10 +123,11 @@ return 1`
 //	ARGV[2] the write hold count the owner expects, or 0 for "whatever it is"
 //	ARGV[3] lease in milliseconds, re-armed while write holds remain
 //	ARGV[4] message ("1")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner does not hold the write lock; 0 = one hold released, others remain; 1 = the write lock
 // released; -n = the owner holds n, not the count expected: nothing changed.
-const rwWriteReleaseSrc = `if redis.call('hget', KEYS[1], 'mode') ~= 'write' then return nil end
+const rwWriteReleaseSrc = publishLua + `if redis.call('hget', KEYS[1], 'mode') ~= 'write' then return nil end
 ` + holdCountLua + `if c > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   local ttl = redis.call('pttl', KEYS[1])
@@ -138,7 +140,7 @@ if redis.call('hlen', KEYS[1]) == 1 then
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.call('publish', KEYS[2], ARGV[4])
+redis.call(publish, KEYS[2], ARGV[4])
 return 1`
 
 // rwForceUnlockSrc deletes the lock in either mode and wakes every waiter.
@@ -146,10 +148,11 @@ return 1`
 //	KEYS[1] lock name
 //	KEYS[2] channel
 //	ARGV[1] message ("1")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = deleted; 0 = there was no lock.
-const rwForceUnlockSrc = `if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
+const rwForceUnlockSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
+  redis.call(publish, KEYS[2], ARGV[1])
   return 1
 end
 return 0`

@@ -44,6 +44,7 @@ return redis.call('pttl', KEYS[1])`
 //	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
 //	ARGV[3] lease in milliseconds, re-armed when holds remain
 //	ARGV[4] unlock message ("0")
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner does not hold the lock; 0 = one hold released, others remain; 1 = released, the lock is
 // deleted and the message published; a negative integer -n = the owner holds n, not the count expected: nothing
@@ -56,9 +57,16 @@ return redis.call('pttl', KEYS[1])`
 // count-1 (or no field at all) instead of the expected count and changes nothing. The scheme needs no extra key,
 // and it is cheaper than Redisson's latch-free script too: HGET replaces HEXISTS, and the last hold is deleted
 // without the HINCRBY. Measured server cost: see the package documentation, "Release and retries".
-const releaseSrc = holdCountLua + decrementLua + `redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[4])
+const releaseSrc = publishLua + holdCountLua + decrementLua + `redis.call('del', KEYS[1])
+redis.call(publish, KEYS[2], ARGV[4])
 return 1`
+
+// publishLua is the prelude of every script that publishes. The publish command is the script's last argument:
+// PUBLISH, or SPUBLISH on a Redis Cluster with sharded pub/sub, as conn.Client.PublishCommand says (and as
+// Redisson passes it to its scripts), so that the messages reach the subscribers of this package and Redisson's
+// alike in every topology. The prelude takes it off ARGV, so that the other arguments read as each script
+// documents them. Client.pub is the one place the command is chosen.
+const publishLua = "local publish = table.remove(ARGV)\n"
 
 // The parts every kind's release shares (the plain, fair and read-write locks' scripts are built from them).
 
@@ -134,10 +142,11 @@ return {rel, '1'}`
 //	KEYS[1] lock name
 //	KEYS[2] unlock channel
 //	ARGV[1] unlock message
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = the lock existed and was deleted; 0 = there was no lock.
-const forceUnlockSrc = `if redis.call('del', KEYS[1]) == 1 then
-  redis.call('publish', KEYS[2], ARGV[1])
+const forceUnlockSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
+  redis.call(publish, KEYS[2], ARGV[1])
   return 1
 end
 return 0`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,9 +38,14 @@ func newScriptServer(t *testing.T) *scriptServer {
 }
 
 // eval loads src (checking that the server's SHA-1 is the one computed locally, as conn sends it), runs it with
-// EVALSHA and fails the test on a transport error; a script's error reply is returned as a KindError reply.
+// EVALSHA and fails the test on a transport error; a script's error reply is returned as a KindError reply. A
+// script that publishes is given PUBLISH as its last argument, as the client gives it on a standalone server (see
+// publishLua): the tests pass the arguments each script documents.
 func (s *scriptServer) eval(src string, keys []string, args ...string) redistest.Reply {
 	s.t.Helper()
+	if strings.HasPrefix(src, publishLua) {
+		args = append(args[:len(args):len(args)], "publish")
+	}
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
 	if got := s.str("SCRIPT", "LOAD", src); got != sha {

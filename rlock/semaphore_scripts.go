@@ -28,10 +28,11 @@ return 0`
 //	KEYS[1] semaphore name
 //	KEYS[2] channel
 //	ARGV[1] permits (n > 0)
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: the number of permits available afterwards.
-const semReleaseSrc = `local v = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call('publish', KEYS[2], v)
+const semReleaseSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
+redis.call(publish, KEYS[2], v)
 return v`
 
 // semTrySetSrc sets the number of permits if the semaphore was never set (or was deleted).
@@ -40,15 +41,16 @@ return v`
 //	KEYS[2] channel
 //	ARGV[1] permits
 //	ARGV[2] time to live of the semaphore in milliseconds, 0 = none (Redisson's trySetPermits(permits, ttl))
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = set; 0 = it was set already, nothing changed.
-const semTrySetSrc = `if redis.call('exists', KEYS[1]) == 1 then return 0 end
+const semTrySetSrc = publishLua + `if redis.call('exists', KEYS[1]) == 1 then return 0 end
 if tonumber(ARGV[2]) > 0 then
   redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
 else
   redis.call('set', KEYS[1], ARGV[1])
 end
-redis.call('publish', KEYS[2], ARGV[1])
+redis.call(publish, KEYS[2], ARGV[1])
 return 1`
 
 // semAddSrc adds n permits (n may be negative: the number available may then drop below zero, and acquires wait
@@ -57,11 +59,12 @@ return 1`
 //	KEYS[1] semaphore name
 //	KEYS[2] channel
 //	ARGV[1] permits to add (non-zero)
+//	last ARGV: the publish command (publishLua)
 //
 // Reply: the number of permits available afterwards.
-const semAddSrc = `local v = redis.call('incrby', KEYS[1], ARGV[1])
+const semAddSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
 if tonumber(ARGV[1]) > 0 then
-  redis.call('publish', KEYS[2], v)
+  redis.call(publish, KEYS[2], v)
 end
 return v`
 

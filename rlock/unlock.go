@@ -123,13 +123,13 @@ func (c *Client) releaseCmd(kind holdKind, keys []string, owner string, expect i
 	exp := strconv.FormatInt(expect, 10) // small counts come from strconv's static table: no allocation
 	switch kind {
 	case kindFair:
-		return fairReleaseScript, keys, []string{owner, exp, lease, unlockMessage}
+		return fairReleaseScript, keys, []string{owner, exp, lease, unlockMessage, c.pub}
 	case kindRead:
-		return rwReadReleaseScript, keys, []string{owner, exp, unlockMessage}
+		return rwReadReleaseScript, keys, []string{owner, exp, unlockMessage, c.pub}
 	case kindWrite:
-		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage}
+		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage, c.pub}
 	}
-	return releaseScript, keys, []string{owner, exp, lease, unlockMessage}
+	return releaseScript, keys, []string{owner, exp, lease, unlockMessage, c.pub}
 }
 
 // leaseArg formats a lease for a script, without allocating for the watchdog timeout.
@@ -151,7 +151,8 @@ func (op *unlockOp) send() {
 				op.next.leaseArg()).OnComplete(op.onHandoff)
 			return
 		}
-		c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease, unlockMessage).OnComplete(op.onRelease)
+		c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease, unlockMessage, c.pub).
+			OnComplete(op.onRelease)
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
