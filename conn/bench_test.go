@@ -216,7 +216,9 @@ func BenchmarkEvalPairs(b *testing.B) {
 //	go test ./conn -run '^$' -bench BenchmarkRoundTripG1 -benchtime 20000x -count 5
 func BenchmarkRoundTripG1(b *testing.B) {
 	srv := redistest.Start(b)
-	for _, name := range []string{"PING", "EVALSHA"} {
+	// EVALSHA-ctx: the same with a context that can end (a connection watch and an AfterFunc per command, since the
+	// one command in flight is the context's only one).
+	for _, name := range []string{"PING", "EVALSHA", "EVALSHA-ctx"} {
 		b.Run(name, func(b *testing.B) {
 			c, err := conn.New(benchConfig(b, srv))
 			if err != nil {
@@ -226,6 +228,11 @@ func BenchmarkRoundTripG1(b *testing.B) {
 			raw := dialRaw(b, srv)
 			defer raw.close()
 			ctx := context.Background()
+			if name == "EVALSHA-ctx" {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+			}
 			keys := []string{"lock:g1"}
 			var rawCmd []byte
 			var run func() error
@@ -233,7 +240,7 @@ func BenchmarkRoundTripG1(b *testing.B) {
 			case "PING":
 				rawCmd = []byte("*1\r\n$4\r\nPING\r\n")
 				run = func() error { _, err := c.Do(ctx, "PING").Get(ctx); return err }
-			case "EVALSHA":
+			case "EVALSHA", "EVALSHA-ctx":
 				if _, err := c.Eval(ctx, benchAcquire, keys, "30000", "g1:1").Get(ctx); err != nil {
 					b.Fatal(err)
 				}
