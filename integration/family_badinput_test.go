@@ -3,35 +3,12 @@ package integration
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
-
-// famCommandCalls sums the server's command counts, leaving out the ones a test or an idle connection sends
-// (INFO, PING, connection set-up): what is left is what the lock family sent.
-func famCommandCalls(t *testing.T, srv *redistest.Server) int64 {
-	t.Helper()
-	info, err := srv.Info(context.Background(), "commandstats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum int64
-	for k, v := range info {
-		name := strings.TrimPrefix(k, "cmdstat_")
-		if name == k || name == "info" || name == "ping" || name == "client|setname" || name == "hello" || name == "select" {
-			continue
-		}
-		calls := strings.TrimPrefix(strings.SplitN(v, ",", 2)[0], "calls=")
-		n, _ := strconv.ParseInt(calls, 10, 64)
-		sum += n
-	}
-	return sum
-}
 
 func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T) {
 	srv := redistest.Start(t)
@@ -115,7 +92,7 @@ func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T)
 		{"FixedWindow zero permits", func() error { return c.FixedWindowLimiter("w", 1, time.Second).Acquire(ctx, 0) }},
 		{"Unlock without an owner", func() error { return c.FairLock("f").Unlock(context.Background()) }},
 	}
-	before := famCommandCalls(t, srv)
+	before := commandCalls(t, srv)
 	for _, tc := range cases {
 		err := tc.call()
 		var ae *rlock.ArgumentError
@@ -128,7 +105,7 @@ func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T)
 			t.Errorf("%s: %v, want an *ArgumentError", tc.name, err)
 		}
 	}
-	after := famCommandCalls(t, srv)
+	after := commandCalls(t, srv)
 	if after != before {
 		t.Fatalf("bad input sent %d commands to the server", after-before)
 	}
@@ -136,7 +113,7 @@ func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T)
 	if _, err := c.Semaphore("s").AvailablePermits(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if famCommandCalls(t, srv) == after {
+	if commandCalls(t, srv) == after {
 		t.Fatal("a valid call was not counted: the check above proves nothing")
 	}
 }

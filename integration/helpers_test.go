@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,4 +152,25 @@ func inParallel(t testing.TB, n int, fn func(i int) error) {
 	if t.Failed() {
 		t.FailNow()
 	}
+}
+
+// commandCalls sums the server's command counts, leaving out the ones a test or an idle connection sends
+// (INFO, PING, connection set-up): what is left is what the client sent.
+func commandCalls(t testing.TB, srv *redistest.Server) int64 {
+	t.Helper()
+	info, err := srv.Info(context.Background(), "commandstats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for k, v := range info {
+		name := strings.TrimPrefix(k, "cmdstat_")
+		if name == k || name == "info" || name == "ping" || name == "client|setname" || name == "hello" || name == "select" {
+			continue
+		}
+		calls := strings.TrimPrefix(strings.SplitN(v, ",", 2)[0], "calls=")
+		n, _ := strconv.ParseInt(calls, 10, 64)
+		sum += n
+	}
+	return sum
 }

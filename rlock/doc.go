@@ -1,6 +1,7 @@
-// Package rlock is Redisson's RLock for Go: a reentrant distributed lock in Redis with a watchdog, waiting without
-// polling, futures, and a context that tells the holder when the lock is gone — wire-compatible with Redisson, so
-// Go and Java processes exclude each other on the same lock names.
+// Package rlock is Redisson's lock family for Go: a reentrant distributed lock in Redis (RLock) with a watchdog,
+// waiting without polling, futures, and a context that tells the holder when the lock is gone, and on the same
+// machinery the fair, fenced and read-write locks, MultiLock and RedLock, semaphores, the count-down latch and rate
+// limiters — wire-compatible with Redisson, so Go and Java processes exclude each other on the same names.
 //
 //	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: "127.0.0.1:6379"}})
 //	...
@@ -11,7 +12,8 @@
 //	doWork(held)                    // held is cancelled if the lock is lost
 //
 // Every blocking call has an Async form returning a future (package future); the blocking call is the async call
-// followed by Get. Run is the "execute in lock" helper: lock, call, always unlock.
+// followed by Get. Run is the "execute in lock" helper: lock, call, always unlock. Status reads a lock's owners,
+// hold counts and TTL in one step.
 //
 // # Wire format
 //
@@ -23,6 +25,11 @@
 // TestRedissonLayoutInterop plays the Java side with raw commands). Each operation is one EVALSHA of a script
 // written for this package (scripts.go); a script's SHA-1 is computed locally and a NOSCRIPT reply is handled by
 // package conn.
+//
+// Auxiliary keys and channels carry the name as a Redis Cluster hash tag, by Redisson's rule: prefix:{name}, or
+// prefix:name when the name already contains "{" (names.go). Scripts publish with the command conn says reaches
+// this client's subscribers — PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, as Redisson chooses — passed
+// as their last argument.
 //
 // # Owners and the held context
 //
@@ -56,9 +63,11 @@
 // is renewed every third of it while the lock is held, so a process that dies frees its locks within the watchdog
 // timeout. LockLease (and TryLock with a lease) sets a fixed lease and no renewal.
 //
-// Each held lock has exactly one timeout on the client's timing wheel (package timer), never a goroutine. A
-// renewal that falls due joins a batch; a batch goes out as one EVALSHA when it holds RenewBatchSize (100) locks or
-// when its first renewal has waited a thirtieth of the lease, and the script answers per key. Since every lock of a
+// Each held lock, of whatever kind, has exactly one timeout on the client's timing wheel (package timer), never a
+// goroutine. A renewal that falls due joins the batch of its key — its renewal script (the plain layout's, or the
+// read-write lock's) and, on a Redis Cluster, its slot; a batch goes out as one EVALSHA when it holds
+// RenewBatchSize (100) locks or when its first renewal has waited a thirtieth of the lease, and the script answers
+// per key. Since every lock of a
 // batch is rescheduled from the same confirmation, batches stay together round after round: 10,000 locks with a
 // 3 s watchdog cost about 96 renewal calls per second of 100 locks each. A key reported gone makes that lock lost;
 // a batch that fails on the network is retried after RetryDelay and by itself declares nothing — each lock's local
@@ -67,14 +76,17 @@
 //
 // # Waiting
 //
-// A refused acquire learns the holder's remaining TTL. The waiter then joins this client's FIFO queue for the lock
-// name; the first waiter subscribes to the lock's unlock channel (one reference-counted subscription per name and
-// client, through conn) before anyone retries, so no release is missed between the refusal and the subscription
-// (Redisson #1763). Only the head of the queue talks to the server: it retries when an unlock message arrives, when
-// the subscription is (re-)established, and at the latest when the TTL of its last refusal has passed, so a lost
-// message costs at most that TTL; a key without expiry is retried every second. Nobody polls, and a waiting
-// acquire — also an async one — holds no goroutine: it is a struct driven by replies, messages and one timeout.
-// The subscription ends when the last waiter leaves.
+// Every call that may wait — an acquire of any lock, permits of a semaphore or rate limiter, a latch's await — is
+// driven by one engine (waiter.go, queue.go). A refused acquire learns the holder's remaining TTL. The waiter then
+// joins this client's FIFO queue for the lock's channel; the first waiter subscribes to the channel (one
+// reference-counted subscription per channel and client, through conn) before anyone retries, so no release is
+// missed between the refusal and the subscription (Redisson #1763). Only the head of the queue keeps a bound: it
+// retries when a message arrives, when the subscription is (re-)established, and at the latest when the TTL of its
+// last refusal has passed, so a lost message costs at most that TTL; what has no TTL to wait for (a key without
+// expiry, a semaphore, a latch) is looked at again every second. The others wait for the head: when it leaves,
+// the next head retries at once — or, when the head was just granted an exclusive lock, waits for its release,
+// bounded by its lease. Nobody polls, and a waiting call — also an async one — holds no goroutine: it is a struct
+// driven by replies, messages and one timeout. The subscription ends when the last waiter leaves.
 //
 // A new acquirer of this client queues behind waiters that came first instead of barging ahead of them (a
 // re-entrant acquire never waits). When a holder of this client releases the lock while a waiter of this client is
@@ -83,9 +95,9 @@
 // thus served in order, at one round trip per acquisition. To give waiters of other processes (which learn of
 // releases only from the channel) their chance, every 32nd consecutive hand-off of a lock is an ordinary release.
 //
-// A waiter whose context ends, or whose TryLock wait runs out, leaves the queue at once; if the lock was granted to
-// it in flight, it is released. Context errors are returned as they are (errors.Is(err, context.Canceled)), never
-// as ErrNotAcquired.
+// A waiter whose context ends, or whose TryLock wait runs out — also while an attempt is in flight — leaves the
+// queue at once; if the lock was granted to it in flight, it is released (permits are given back). Context errors
+// are returned as they are (errors.Is(err, context.Canceled)), never as ErrNotAcquired.
 //
 // # Release and retries
 //
@@ -103,6 +115,57 @@
 // same way (its grant does not count twice). Acquires are not retried after an ambiguous failure (a grant would
 // count twice); when the owner was minted for that call, the client releases whatever the lost reply may have
 // granted.
+//
+// # The lock family
+//
+// The other objects reuse the machinery above: every lock's grant is a hold of the same kind (renewed by the one
+// watchdog, released by the same conditional release, reported lost through the same held context), and every
+// wait is a waiter of the same engine. They differ in their scripts, and in whom a message on their channel wakes:
+//
+//   - FairLock: the server queues the waiters (LIST and ZSET, as Redisson); each waiter waits on its own channel,
+//     which the release publishes to when it is its turn, so only the head is woken.
+//   - FencedLock: the plain lock's hash, channel and queue (its waiters queue with plain Lock's on the same name),
+//     plus a token counter incremented by every grant; a message wakes the head.
+//   - ReadWriteLock: one channel; a write unlock ("1") wakes every waiter (any number of readers may enter), a
+//     read unlock the head. A read grant does not make the next waiter wait.
+//   - Semaphore and PermitExpirableSemaphore: the message carries the permits available; it wakes, in order, the
+//     waiters those permits cover. A new acquire attempts at once (Redisson's semaphores are not fair).
+//   - CountDownLatch: the latch opening wakes every awaiter.
+//   - RateLimiter and FixedWindowLimiter: no channel; a refusal says when permits come back, and the waiter sleeps
+//     on the timer until then.
+//
+// Plain, fenced and write locks are exclusive, and new acquirers of this client queue behind the client's waiters
+// for them; a plain Lock's release hands the lock to a waiting plain Lock of the client (a fenced waiter needs its
+// token from its own script, and is woken instead).
+//
+// # Server clock
+//
+// Deadlines that several clients compare are taken from the server's clock (redis.call('TIME') in the script)
+// rather than each client's, as Redisson does: fair-lock waiter deadlines, permit leases, and rate-limiter grant
+// times. Clients whose clocks disagree can then neither reorder nor starve one another. TIME is allowed in scripts
+// that write under effects replication, the default since Redis 5 and the only mode of Redis 7; the scripts call
+// redis.replicate_commands() first for older servers.
+//
+// # Deliberate changes from Redisson
+//
+// The layout is Redisson's and a Redisson client on the same names interoperates. The behaviour differs where
+// Redisson's has a known weakness:
+//
+//   - Server clock (TIME) for fair-lock deadlines, permit leases and rate-limiter grants (see above).
+//   - Fair lock: each waiter owns its deadline (the end of its wait, or a liveness window it refreshes), instead
+//     of deadlines derived from its position that are all shifted when one waiter leaves.
+//   - ReadWriteLock: a read-to-write upgrade returns ErrLockUpgrade at once (Redisson waits for itself until its
+//     own read lease ends); a write re-entry keeps the longer of the remaining and the new lease (Redisson adds
+//     them); the last write release that leaves read holds publishes "1", so waiting readers may join them; the
+//     watchdog renews only the owner's own read-hold keys (Redisson's renews every reader's, which keeps a dead
+//     reader's holds alive as long as any reader lives).
+//   - FencedLock honours its lease on every acquire form (Redisson's lockAndGetToken(lease) ignores it).
+//   - MultiLock acquires its locks in name order, so two MultiLocks over the same locks never deadlock (Redisson
+//     takes them in the given order and relies on retries); RedLock attempts its masters in parallel and fails fast
+//     with a *QuorumError when errors make a majority impossible.
+//   - RateLimiter gives up at once when the script says permits come back only after the wait; the fixed-window
+//     limiter gives refused permits back, so refusals do not use up the window.
+//   - Release: conditional on the expected hold count instead of an unlock latch key (see "Release and retries").
 //
 // # Safety model: what the lock does and does not guarantee
 //
@@ -124,12 +187,12 @@
 //
 // Client.Close does not release held locks: it stops their renewal and cancels their held contexts with
 // ErrClosed, and each lock ends on the server when its lease runs out — as when the process dies. Unlock first to
-// free them at once. Waiters fail with ErrClosed. Close waits for the transport's goroutines to exit; the package
-// starts none of its own.
+// free them at once. Waiters, and calls parked on the timer for a retry, fail with ErrClosed. Close waits for the
+// transport's goroutines to exit; the package starts none of its own.
 //
 // # Concurrency
 //
-// Client and Lock are safe for concurrent use. A held context may be used from any goroutine; two goroutines that
+// Client and every handle (Lock, FairLock, Semaphore...) are safe for concurrent use. A held context may be used from any goroutine; two goroutines that
 // share an owner share its holds, so the lock does not exclude them from each other. Observer methods and future
 // callbacks run on the transport's event loop or the timer's worker and must not block.
 package rlock
