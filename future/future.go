@@ -42,6 +42,10 @@ const (
 // number of goroutines. A Future must not be copied after first use.
 type Future[T any] struct {
 	st atomic.Uint32 // a state; see the transition list above
+	// unattended records that drv.Unattended was called (once per future);
+	// guarded by mu. (Next to st, in what would be padding: the promise is the
+	// one allocation per Redis command, and its size class matters.)
+	unattended bool
 	// drv, when set (Promise.SetDriver, or inherited by Then and Compose before
 	// the future is shared), lets a blocking Get do the work that completes the
 	// future; immutable once the future is shared. See Driver.
@@ -59,18 +63,33 @@ type Future[T any] struct {
 	// the completer; Done calls after completion return a shared closed channel, so
 	// a future that nobody selects on never allocates one.
 	done chan struct{}
-	// cb0 and cbs hold callbacks waiting to run, in registration order: cb0 first,
-	// then cbs. The first callback is stored inline so the common single-callback
-	// case allocates no slice. cb0 == nil implies len(cbs) == 0.
-	cb0 func(T, error)
-	cbs []func(T, error)
-	// unattended records that drv.Unattended was called (once per future).
-	unattended bool
+	// cb0 and more hold callbacks waiting to run, in registration order: cb0
+	// first, then more.fns. The first callback is stored inline so the common
+	// single-callback case allocates nothing; more (a pointer, not a slice, to
+	// keep the future small) is allocated by the second. cb0 == nil implies
+	// more == nil.
+	cb0  func(T, error)
+	more *moreCallbacks[T]
 
 	// v and err are the result: written once by the winning completer while st is
 	// stateCompleting, read-only once st >= stateNotifying.
 	v   T
 	err error
+}
+
+// moreCallbacks holds the callbacks registered after the first one, with room
+// for three in the same allocation.
+type moreCallbacks[T any] struct {
+	fns    []func(T, error)
+	inline [3]func(T, error)
+}
+
+// fnsOf returns m's callbacks (none for a nil m).
+func fnsOf[T any](m *moreCallbacks[T]) []func(T, error) {
+	if m == nil {
+		return nil
+	}
+	return m.fns
 }
 
 // closedChan is returned by Done once a future is complete, so that Done on a
@@ -269,13 +288,14 @@ func (f *Future[T]) onComplete(fn func(v T, err error), unattended bool) {
 	switch {
 	case f.cb0 == nil:
 		f.cb0 = fn
-	case f.cbs == nil:
-		// Room for a few more at once: append would grow 1, 2, 4, one
-		// allocation each.
-		f.cbs = make([]func(T, error), 1, 4)
-		f.cbs[0] = fn
+	case f.more == nil:
+		// Room for a few more in the same allocation: append would grow 1, 2,
+		// 4, one allocation each.
+		m := new(moreCallbacks[T])
+		m.fns = append(m.inline[:0], fn)
+		f.more = m
 	default:
-		f.cbs = append(f.cbs, fn)
+		f.more.fns = append(f.more.fns, fn)
 	}
 	f.mu.Unlock()
 	if d != nil {

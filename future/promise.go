@@ -48,8 +48,8 @@ func (p *Promise[T]) Complete(v T, err error) bool {
 	f.v, f.err = v, err
 
 	f.mu.Lock()
-	waiters, done, cb0, cbs := f.waiters, f.done, f.cb0, f.cbs
-	f.waiters, f.done, f.cb0, f.cbs = nil, nil, nil, nil
+	waiters, done, cb0, cbs := f.waiters, f.done, f.cb0, fnsOf(f.more)
+	f.waiters, f.done, f.cb0, f.more = nil, nil, nil, nil
 	if cb0 != nil {
 		f.st.Store(uint32(stateNotifying))
 	} else {
@@ -122,8 +122,8 @@ func (f *Future[T]) notify(cb0 func(T, error), cbs []func(T, error), reraise boo
 			}
 		}
 		f.mu.Lock()
-		cb0, cbs = f.cb0, f.cbs
-		f.cb0, f.cbs = nil, nil
+		cb0, cbs = f.cb0, fnsOf(f.more)
+		f.cb0, f.more = nil, nil
 		if cb0 == nil {
 			f.st.Store(uint32(stateDone))
 			f.mu.Unlock()
