@@ -25,7 +25,10 @@
 // reply from the socket, with no goroutine hand-off. Futures derived by Then and
 // Compose inherit their source's driver; observers that do not call Get
 // (OnComplete, Done) tell the driver that the result is awaited unattended, so it
-// produces it by itself.
+// produces it by itself. A promise completed by callbacks on a sequence of other
+// futures (a lock acquire: attempt, subscribe, attempt again) can take a Relay as
+// its driver and register those callbacks with Follow, so that its Get drives
+// each step in turn.
 //
 // # No goroutines
 //

@@ -1,6 +1,9 @@
 package future
 
-import "context"
+import (
+	"context"
+	"sync"
+)
 
 // Driver lets the goroutine that waits for a future do the work that completes
 // it, instead of parking while another goroutine does that work and then wakes
@@ -74,4 +77,68 @@ func (f *Future[T]) unattendedLocked() Driver {
 	}
 	f.unattended = true
 	return f.drv
+}
+
+// Relay is a Driver for a promise that is completed by callbacks on other
+// futures, one step after another (package rlock's acquire: an attempt, maybe a
+// subscription and another attempt): it forwards to the driver of the step in
+// flight, set by Follow. With it, a Get on the promise does the work of each step
+// on its own goroutine (in package conn: reads the step's reply itself) instead
+// of parking until another goroutine has done it. The zero Relay is ready to use
+// and forwards nothing; a Relay must not be copied after first use. Safe for
+// concurrent use; its methods never block.
+type Relay struct {
+	mu         sync.Mutex
+	d          Driver // the driver of the step in flight; nil when that step has none
+	unattended bool   // the promise is awaited without a Get: later steps are registered with OnComplete
+}
+
+// Follow registers fn on f like OnComplete and, when r is not nil, makes f the
+// step r forwards to: a Get on the promise whose driver is r then drives f.
+// Unlike OnComplete it does not tell f's driver that f is unattended, since the
+// Get on r's promise is expected to drive it; use it only for a promise whose
+// result somebody waits for with Get (with a nil r it is OnComplete). It does
+// not block.
+func Follow[T any](r *Relay, f *Future[T], fn func(v T, err error)) {
+	if r == nil {
+		f.OnComplete(fn)
+		return
+	}
+	r.mu.Lock()
+	r.d = f.drv
+	unattended := r.unattended
+	r.mu.Unlock()
+	f.onComplete(fn, unattended)
+}
+
+func (r *Relay) driver() Driver {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.d
+}
+
+// Drive is Driver: it drives the step in flight, for target.
+func (r *Relay) Drive(ctx context.Context, target Completion) {
+	if d := r.driver(); d != nil {
+		d.Drive(ctx, target)
+	}
+}
+
+// Completed is Driver: a Drive blocked in the step's driver must return.
+func (r *Relay) Completed() {
+	if d := r.driver(); d != nil {
+		d.Completed()
+	}
+}
+
+// Unattended is Driver: the promise is awaited without a Get, so the step in
+// flight must complete without one.
+func (r *Relay) Unattended() {
+	r.mu.Lock()
+	r.unattended = true
+	d := r.d
+	r.mu.Unlock()
+	if d != nil {
+		d.Unattended()
+	}
 }

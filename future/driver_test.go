@@ -3,6 +3,7 @@ package future_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,5 +229,74 @@ func TestGetWithTheBoundContextWaitsForTheCompleter(t *testing.T) {
 	q.CancelledBy(ctx.Done())
 	if _, err := q.Future().Get(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Get with an ended context = %v; want Canceled", err)
+	}
+}
+
+// A Relay forwards a promise's Get to the driver of the step it follows: the step's work runs on the Get's
+// goroutine, its callback completes the promise, and the step is not marked unattended.
+func TestRelayDrivesTheStepInFlight(t *testing.T) {
+	var relay future.Relay
+	p := future.NewPromise[string]()
+	p.SetDriver(&relay)
+
+	step := future.NewPromise[int]()
+	d := &testDriver{}
+	d.drive = func(_ context.Context, target future.Completion) {
+		if target != future.Completion(p.Future()) {
+			t.Error("the step's driver was not given the relayed promise as its target")
+		}
+		step.Succeed(4) // the step's work, on the Get's goroutine
+	}
+	step.SetDriver(d)
+	future.Follow(&relay, step.Future(), func(v int, err error) { p.Succeed("step " + strconv.Itoa(v)) })
+	if n := d.unattended.Load(); n != 0 {
+		t.Fatalf("Follow made the step unattended (%d)", n)
+	}
+	if v, err := p.Future().Get(context.Background()); v != "step 4" || err != nil {
+		t.Fatalf("Get = %q, %v", v, err)
+	}
+	if d.drives.Load() != 1 {
+		t.Fatalf("step drives = %d; want 1", d.drives.Load())
+	}
+	// Completed reaches the step's driver.
+	relay.Completed()
+	if n := d.completed.Load(); n < 2 { // once by the step's own completion, once relayed
+		t.Fatalf("completed = %d; want the relayed call too", n)
+	}
+}
+
+// Once the relayed promise is observed without a Get (Unattended), the step in flight is told, and later steps
+// are registered as unattended too; a nil Relay is plain OnComplete.
+func TestRelayUnattendedReachesEveryStep(t *testing.T) {
+	var relay future.Relay
+	p := future.NewPromise[int]()
+	p.SetDriver(&relay)
+	first := future.NewPromise[int]()
+	d1 := &testDriver{}
+	first.SetDriver(d1)
+	future.Follow(&relay, first.Future(), func(int, error) {})
+	p.Future().OnComplete(func(int, error) {})
+	if n := d1.unattended.Load(); n != 1 {
+		t.Fatalf("step in flight: unattended = %d; want 1", n)
+	}
+	second := future.NewPromise[int]()
+	d2 := &testDriver{}
+	second.SetDriver(d2)
+	future.Follow(&relay, second.Future(), func(int, error) {})
+	if n := d2.unattended.Load(); n != 1 {
+		t.Fatalf("later step: unattended = %d; want 1", n)
+	}
+
+	third := future.NewPromise[int]()
+	d3 := &testDriver{}
+	third.SetDriver(d3)
+	got := make(chan int, 1)
+	future.Follow(nil, third.Future(), func(v int, _ error) { got <- v })
+	if n := d3.unattended.Load(); n != 1 {
+		t.Fatalf("Follow(nil): unattended = %d; want 1 (it is OnComplete)", n)
+	}
+	third.Succeed(3)
+	if v := <-got; v != 3 {
+		t.Fatalf("callback got %d", v)
 	}
 }
