@@ -171,7 +171,9 @@ func (lc *lockCall) channel() string {
 	return lc.lo.rules.channel(lc)
 }
 
-// send sends one acquire attempt (state wAttempting). Called without the shard mutex.
+// send sends one acquire attempt (state wAttempting). Called without the shard mutex. It is the one place every
+// acquire of every kind goes out: a WAIT for replicas after the grant (Redisson's checkLockSyncedSlaves) would be
+// conn.Client.SendAndWait here.
 func (lc *lockCall) send() {
 	if lc.lo.rules == nil {
 		lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner).OnComplete(lc.onPlainReply)

@@ -139,6 +139,18 @@ func isServerError(err error, prefix string) bool {
 // millis formats a duration as whole milliseconds for a script argument.
 func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
+// trySync completes a blocking Try call that reports a bool (see tried); w is nil when the call failed before it
+// started.
+func trySync[T any](ctx context.Context, w *waiter, f *future.Future[T]) (bool, error) {
+	_, err := waitSync(ctx, w, f)
+	return tried(err)
+}
+
+// tryAsync maps an async Try call's future to the bool it reports (see tried).
+func tryAsync[T any](f *future.Future[T]) *future.Future[bool] {
+	return future.Then(f, func(_ T, err error) (bool, error) { return tried(err) })
+}
+
 // tried maps the outcome of a Try call that reports a bool to (acquired, error): running out of wait is false, not
 // an error.
 func tried(err error) (bool, error) {

@@ -74,7 +74,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 	if err := l.check("CountDownLatch.Delete"); err != nil {
 		return false, err
 	}
-	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: latchDeleteScript, Keys: l.keys, Args: []string{latchSetMessage, l.c.pub}}).Get(ctx))
+	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{latchSetMessage, l.c.pub}}).Get(ctx))
 	return n == 1, err
 }
 
@@ -120,8 +120,7 @@ func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration
 		return false, err
 	}
 	w, fut := l.await(ctx, "CountDownLatch.AwaitTimeout", timeout, false)
-	_, err := waitSync(ctx, w, fut)
-	return tried(err)
+	return trySync(ctx, w, fut)
 }
 
 // AwaitTimeoutAsync is the asynchronous form of AwaitTimeout.
@@ -130,5 +129,5 @@ func (l *CountDownLatch) AwaitTimeoutAsync(ctx context.Context, timeout time.Dur
 		return future.Completed(false, err)
 	}
 	_, fut := l.await(ctx, "CountDownLatch.AwaitTimeoutAsync", timeout, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
+	return tryAsync(fut)
 }

@@ -4,7 +4,7 @@ import "github.com/locksmith-go/locksmith/conn"
 
 // The count-down latch's scripts, in Redisson's keyspace (RedissonCountDownLatch):
 //
-//	count    STRING <name>: the remaining count; absent = open (zero)
+//	count    STRING <name>: the remaining count; absent = open (zero); Delete runs deletePublishSrc
 //	channel  redisson_countdownlatch__channel__{<name>}: "0" when the count reached zero (wakes every awaiter),
 //	         "1" when a new count was set or the latch deleted (awaiters re-check)
 
@@ -39,20 +39,6 @@ if v <= 0 then
 end
 return v`
 
-// latchDeleteSrc deletes the latch (opens it) and tells the awaiters to re-check.
-//
-//	KEYS[1] latch name
-//	KEYS[2] channel
-//	ARGV[1] message ("1")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = deleted; 0 = it was open.
-const latchDeleteSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
-  redis.call(publish, KEYS[2], ARGV[1])
-  return 1
-end
-return 0`
-
 // The latch's messages, as Redisson's CountDownLatchPubSub: the count reached zero, or a count was set (or the
 // latch deleted) and awaiters should look again.
 const (
@@ -63,5 +49,4 @@ const (
 var (
 	latchTrySetScript    = conn.NewScript(latchTrySetSrc)
 	latchCountDownScript = conn.NewScript(latchCountDownSrc)
-	latchDeleteScript    = conn.NewScript(latchDeleteSrc)
 )

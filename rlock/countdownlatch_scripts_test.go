@@ -23,7 +23,7 @@ func TestLatchScriptsSetCountDownAndPublish(t *testing.T) {
 	}
 	s.eval(latchTrySetSrc, k, "3", "1")
 	sub.want(k[1], "1")
-	wantInt(t, "delete", s.eval(latchDeleteSrc, k, "1"), 1)
+	wantInt(t, "delete", s.eval(deletePublishSrc, k, "1"), 1)
 	sub.want(k[1], "1")
-	wantInt(t, "delete open", s.eval(latchDeleteSrc, k, "1"), 0)
+	wantInt(t, "delete open", s.eval(deletePublishSrc, k, "1"), 0)
 }

@@ -178,7 +178,7 @@ func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
 // lock. This client's holds of it end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
-		conn.Cmd{Script: forceUnlockScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
+		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.

@@ -26,7 +26,7 @@ const fencedAcquireSrc = `if redis.call('exists', KEYS[1]) == 0 or redis.call('h
 end
 return redis.call('pttl', KEYS[1])`
 
-// The fenced lock releases and force-unlocks with the plain lock's scripts (releaseSrc, forceUnlockSrc): same
+// The fenced lock releases and force-unlocks with the plain lock's scripts (releaseSrc, deletePublishSrc): same
 // hash, same channel.
 
 var fencedAcquireScript = conn.NewScript(fencedAcquireSrc)

@@ -187,8 +187,7 @@ func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.D
 		return false, err
 	}
 	w, fut := r.acquire(ctx, "RateLimiter.TryAcquire", permits, wait, false)
-	_, err := waitSync(ctx, w, fut)
-	return tried(err)
+	return trySync(ctx, w, fut)
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
@@ -197,7 +196,7 @@ func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait t
 		return future.Completed(false, err)
 	}
 	_, fut := r.acquire(ctx, "RateLimiter.TryAcquireAsync", permits, wait, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
+	return tryAsync(fut)
 }
 
 // Acquire takes permits, waiting as long as ctx allows. Safe for concurrent use.
@@ -276,8 +275,7 @@ func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait
 		return false, err
 	}
 	w, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquire", permits, wait, false)
-	_, err := waitSync(ctx, w, fut)
-	return tried(err)
+	return trySync(ctx, w, fut)
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
@@ -286,7 +284,7 @@ func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64,
 		return future.Completed(false, err)
 	}
 	_, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquireAsync", permits, wait, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
+	return tryAsync(fut)
 }
 
 // Acquire takes permits, waiting for later windows as long as ctx allows.

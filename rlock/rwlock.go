@@ -62,7 +62,7 @@ func (rw *ReadWriteLock) WriteLock() *WriteLock { return &rw.write }
 func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
 	w := &rw.write
 	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
-		conn.Cmd{Script: rwForceUnlockScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub}}).Get(ctx)
+		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub}}).Get(ctx)
 }
 
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.

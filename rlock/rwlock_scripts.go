@@ -143,20 +143,6 @@ end
 redis.call(publish, KEYS[2], ARGV[4])
 return 1`
 
-// rwForceUnlockSrc deletes the lock in either mode and wakes every waiter.
-//
-//	KEYS[1] lock name
-//	KEYS[2] channel
-//	ARGV[1] message ("1")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = deleted; 0 = there was no lock.
-const rwForceUnlockSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
-  redis.call(publish, KEYS[2], ARGV[1])
-  return 1
-end
-return 0`
-
 // rwRenewSrc renews a batch of read-write lock holds in one call: write holds and read holds (the watchdog batches
 // the renewals of the other locks with renewSrc).
 //
@@ -199,6 +185,5 @@ var (
 	rwWriteAcquireScript = conn.NewScript(rwWriteAcquireSrc)
 	rwReadReleaseScript  = conn.NewScript(rwReadReleaseSrc)
 	rwWriteReleaseScript = conn.NewScript(rwWriteReleaseSrc)
-	rwForceUnlockScript  = conn.NewScript(rwForceUnlockSrc)
 	rwRenewScript        = conn.NewScript(rwRenewSrc)
 )

@@ -119,7 +119,7 @@ func TestRWWriteScriptRefusesAnUpgradeWithAnError(t *testing.T) {
 	}
 	rwRead(s, "rw", ownerB, "5000")
 	wantIntIn(t, "other reader's write", rwWrite(s, "rw", ownerC, "5000"), 1, 5000)
-	wantInt(t, "force", s.eval(rwForceUnlockSrc, []string{"rw", "redisson_rwlock:{rw}"}, "1"), 1)
+	wantInt(t, "force", s.eval(deletePublishSrc, []string{"rw", "redisson_rwlock:{rw}"}, "1"), 1)
 	wantBulk(t, "write after force", rwWrite(s, "rw", ownerA, "5000"), "1")
 }
 

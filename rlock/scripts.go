@@ -137,15 +137,17 @@ redis.call('hset', KEYS[1], ARGV[5], 1)
 redis.call('pexpire', KEYS[1], ARGV[6])
 return {rel, '1'}`
 
-// forceUnlockSrc deletes the lock whoever holds it and publishes the unlock message.
+// deletePublishSrc deletes a key and, when it existed, publishes a message: the force unlock of the plain, fenced
+// and read-write locks (whoever holds them; messages "0" and "1", which wakes every waiter of a read-write lock)
+// and a latch's Delete ("1": awaiters look again). The fair lock's force unlock wakes its head instead.
 //
-//	KEYS[1] lock name
-//	KEYS[2] unlock channel
-//	ARGV[1] unlock message
+//	KEYS[1] the key (lock, latch)
+//	KEYS[2] its channel
+//	ARGV[1] the message
 //	last ARGV: the publish command (publishLua)
 //
-// Reply: 1 = the lock existed and was deleted; 0 = there was no lock.
-const forceUnlockSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
+// Reply: 1 = the key existed and was deleted; 0 = there was none.
+const deletePublishSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
   redis.call(publish, KEYS[2], ARGV[1])
   return 1
 end
@@ -189,10 +191,10 @@ const unlockMessage = "0"
 
 // The scripts as EVALSHA-ready values: SHA-1 computed once, NOSCRIPT handled by conn.
 var (
-	acquireScript     = conn.NewScript(acquireSrc)
-	releaseScript     = conn.NewScript(releaseSrc)
-	handoffScript     = conn.NewScript(handoffSrc)
-	forceUnlockScript = conn.NewScript(forceUnlockSrc)
-	renewScript       = conn.NewScript(renewSrc)
-	statusScript      = conn.NewScript(statusSrc)
+	acquireScript       = conn.NewScript(acquireSrc)
+	releaseScript       = conn.NewScript(releaseSrc)
+	handoffScript       = conn.NewScript(handoffSrc)
+	deletePublishScript = conn.NewScript(deletePublishSrc)
+	renewScript         = conn.NewScript(renewSrc)
+	statusScript        = conn.NewScript(statusSrc)
 )

@@ -175,12 +175,12 @@ func TestForceUnlockScript(t *testing.T) {
 	sub := srv.subscribe(channelName("lock"))
 	ch := channelName("lock")
 
-	wantInt(t, "force unlock", srv.eval(forceUnlockSrc, []string{"lock", ch}, unlockMessage), 0)
+	wantInt(t, "force unlock", srv.eval(deletePublishSrc, []string{"lock", ch}, unlockMessage), 0)
 	sub.quiet(ch)
 
 	acquireRaw(t, srv, "lock", ownerA, time.Minute)
 	acquireRaw(t, srv, "lock", ownerA, time.Minute)
-	wantInt(t, "force unlock", srv.eval(forceUnlockSrc, []string{"lock", ch}, unlockMessage), 1)
+	wantInt(t, "force unlock", srv.eval(deletePublishSrc, []string{"lock", ch}, unlockMessage), 1)
 	if n := srv.int("EXISTS", "lock"); n != 0 {
 		t.Fatal("force unlock left the lock")
 	}

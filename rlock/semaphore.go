@@ -89,8 +89,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Durat
 		return false, err
 	}
 	w, fut := s.acquire(ctx, "Semaphore.TryAcquire", permits, wait, false)
-	_, err := waitSync(ctx, w, fut)
-	return tried(err)
+	return trySync(ctx, w, fut)
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
@@ -99,7 +98,7 @@ func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.
 		return future.Completed(false, err)
 	}
 	_, fut := s.acquire(ctx, "Semaphore.TryAcquireAsync", permits, wait, true)
-	return future.Then(fut, func(_ struct{}, err error) (bool, error) { return tried(err) })
+	return tryAsync(fut)
 }
 
 // Release returns permits and wakes the waiters they can satisfy. Anyone may release, also permits it did not
