@@ -155,10 +155,12 @@ func errPermitsNotFound(n int) error {
 // permitsNotFoundError is ErrPermitNotFound for several ids, with their number.
 type permitsNotFoundError struct{ n int }
 
+// Error says how many ids were not held.
 func (e *permitsNotFoundError) Error() string {
 	return ErrPermitNotFound.Error() + " (" + strconv.Itoa(e.n) + " ids)"
 }
 
+// Unwrap returns ErrPermitNotFound.
 func (e *permitsNotFoundError) Unwrap() error { return ErrPermitNotFound }
 
 // The constructors of the package's *ArgumentErrors, so that every call words the same mistake the same way.
