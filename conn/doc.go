@@ -64,8 +64,8 @@
 // (future.Driver): the caller's Get, instead of parking until another goroutine has read the reply, reads the
 // socket itself (lane.go), so the goroutine the netpoller wakes when the reply arrives is the one that waits —
 // exactly a plain net.Conn write+read loop. A first version read every reply on the lane's own goroutine and handed
-// it to the caller; that hand-off (a goroutine wake-up, and on 2 cores a thread wake-up for the idle P) cost 1.3-2.4x
-// the p50 of a net.Conn loop, against 1.04-1.06x now (figures below).
+// it to the caller; that hand-off (a goroutine wake-up, and on 2 cores a thread wake-up for the idle P) cost 1.16-2.4x
+// the p50 of a net.Conn loop, against 1.02-1.06x now (figures below).
 //
 // One goroutine reads at a time (the read role, under a mutex), and every reply is read by someone:
 //
@@ -161,13 +161,34 @@
 //
 //	go test ./conn -run '^$' -bench BenchmarkEvalPairs -benchtime 3s -count 3
 //	go test ./conn -run '^$' -bench BenchmarkRoundTripG1 -benchtime 20000x -count 5
+//	go run ./bench -workloads raw -libs ours-conn,rueidis,goredis -ceiling=false -duration 5s
 //
-// BenchmarkEvalPairs runs the acquire/release EVALSHA pairs of ../shared/BENCHMARKS.md on distinct keys. On
-// 2026-11-22 with 0.5-1.3 cores taken by other processes: G=64: 46-89 k pairs/s, 3.6-4.3 µs client CPU per pair,
-// 13.5-14.3 commands per write syscall; G=1024: 75-83 k pairs/s, 4.5-4.8 µs per pair, 20-24 commands per write;
-// one allocation per command (allocs/op counts a pair). Raw rueidis v1.0.79 EVALSHA of the same scripts, alternated
-// with conn in one process (a throwaway program, not in this repository): conn made 1.1-1.7x its pairs/s at G=64
-// and 1.4-1.5x at G=1024, with 0.28-0.32x its client CPU per pair at G=64 and 0.39-0.52x at G=1024.
+// BenchmarkEvalPairs runs the acquire/release EVALSHA pairs of ../shared/BENCHMARKS.md on distinct keys, with
+// context.Background. 2026-11-22, quiet machine (other processes under 0.05 cores): G=64 106-111 k pairs/s, 4.2-4.3
+// µs client CPU per pair, server 0.94-0.96 cores, 13.4-13.8 commands per write syscall; G=1024 117-133 k pairs/s,
+// 3.6-4.4 µs per pair, server 0.96-0.99 cores, 26-28 commands per write; one allocation per command (allocs/op
+// counts a pair); G=1 (the lane) 49-50 µs of client CPU per pair and exactly one write per command, against 55-85
+// µs and 0.8 before the caller read its own replies (the missing writes were the runtime's wake-ups of other
+// threads).
+//
+// BenchmarkRoundTripG1 (sequential round trip p50 against a net.Conn write+read loop, interleaved): PING 1.02-1.04x,
+// EVALSHA 1.03-1.06x, EVALSHA with a context that can end 1.08-1.10x; before the caller read its own replies,
+// 1.16-1.32x for PING and 1.16-2.03x for EVALSHA in the same alternated runs (the net.Conn p50 itself was 20-100 µs
+// depending on the machine's state: an idle vCPU wakes slowly).
+//
+// The bench command runs every library in its own process with the harness's own costs (a cancellable context
+// shared by all goroutines, latency histograms, key strings: about 3-4 µs of client CPU per pair on top of the
+// above). One run on a quiet machine, ratios to raw rueidis v1.0.79 (EVALSHA of the same scripts, auto-pipelined):
+//
+//	G     pairs/s  ÷rueidis  client µs/pair (÷rueidis)  server cores (rueidis)  p50 (goredis)
+//	1       7,829    1.52x        75 (0.55x)                0.44                   117 µs (120 µs)
+//	64     77,188    1.48x       7.6 (0.42x)                0.91 (0.78)
+//	1024   95,913    1.40x       7.7 (0.54x)                0.93 (0.79)
+//
+// The same command on the code before this round (lane read by its goroutine, an AfterFunc per command), run right
+// after: G=1 p50 205 µs (goredis 135), G=64 1.44x rueidis at 0.47x its CPU per pair, G=1024 1.30x at 0.64x. The
+// server stays under 0.95 cores in the bench command while it reaches 0.96-0.99 in BenchmarkEvalPairs: on 2 cores
+// the harness's extra client CPU competes with it.
 //
 // # Topologies
 //
