@@ -419,7 +419,7 @@ func (s *Server) writeConfig() error {
 	if s.mode != modeSentinel {
 		lines = append(lines, `save ""`)
 		if s.opts.persistence {
-			lines = append(lines, "appendonly yes", "appendfsync everysec")
+			lines = append(lines, "appendonly yes", "appendfsync always") // see WithPersistence
 		} else {
 			lines = append(lines, "appendonly no")
 		}

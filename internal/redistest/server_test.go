@@ -89,6 +89,23 @@ func TestKillRestartWithPersistenceKeepsPortAndData(t *testing.T) {
 	assert.Equal(t, "v", v)
 }
 
+// Only appendfsync always makes a crash lose nothing the server acknowledged: with everysec Redis may postpone
+// the AOF write for up to 2 s during a slow fsync and still reply. A disk stall cannot be staged here, so this
+// checks the policy the promise rests on, and that WithConfig can still choose another.
+func TestWithPersistenceFsyncsBeforeReplying(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	for want, opts := range map[string][]Option{
+		"always":   {WithPersistence()},
+		"everysec": {WithPersistence(), WithConfig("appendfsync", "everysec")},
+	} {
+		s := Start(t, opts...)
+		v, err := s.DoStrings(ctx, "CONFIG", "GET", "appendfsync")
+		require.NoError(t, err)
+		assert.Equal(t, []string{"appendfsync", want}, v)
+	}
+}
+
 func TestKillRestartWithoutPersistenceLosesData(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
