@@ -60,6 +60,9 @@ type lockCall struct {
 	token    int64         // fenced locks: the token of the grant, written before the future completes
 	watchdog bool          // the lease is the watchdog's, renewed while held
 	fresh    bool          // the owner id was made for this call: nobody else can hold anything under it
+	// syncMisses counts the call's grants that too few replicas acknowledged (Config.SyncReplicas), each given
+	// back. Touched only by the chain reply -> release -> retry, one step at a time.
+	syncMisses uint8
 }
 
 // acquire validates an acquire call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch
@@ -91,7 +94,9 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	}
 	lc.exclusive = lo.kind != kindRead
 	if lo.rules == nil {
-		lc.rule, lc.queueNew, lc.handoff = wakeOne, true, true
+		// No hand-off while grants wait for replicas: it grants in the release script, without WAIT
+		// (replication.go).
+		lc.rule, lc.queueNew, lc.handoff = wakeOne, true, !c.synced()
 	} else {
 		lo.rules.wait(lc)
 	}
@@ -172,9 +177,12 @@ func (lc *lockCall) channel() string {
 }
 
 // send sends one acquire attempt (state wAttempting). Called without the shard mutex. It is the one place every
-// acquire of every kind goes out: a WAIT for replicas after the grant (Redisson's checkLockSyncedSlaves) would be
-// conn.Client.SendAndWait here.
+// acquire of every kind goes out, so with Config.SyncReplicas every attempt is followed by WAIT (replication.go).
 func (lc *lockCall) send() {
+	if lc.c.synced() {
+		lc.sendSynced()
+		return
+	}
 	if lc.lo.rules == nil {
 		lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner).OnComplete(lc.onPlainReply)
 		return

@@ -33,6 +33,9 @@ type Client struct {
 	pub       string        // the publish command every publishing script takes last (publishLua)
 	nextOwner atomic.Uint64 // last owner id handed out; owner ids start at 1
 	closed    atomic.Bool
+	// waitUnsupported: the server (or a proxy) has no WAIT (conn reported conn.ErrWaitUnsupported), so acquires no
+	// longer wait for replicas although Config.SyncReplicas asks for it.
+	waitUnsupported atomic.Bool
 
 	seed   maphash.Seed
 	shards [numShards]shard

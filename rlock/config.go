@@ -29,6 +29,13 @@ const (
 
 	// MinLease is the shortest lease (and watchdog timeout) accepted: Redis expires keys in whole milliseconds.
 	MinLease = time.Millisecond
+
+	// DefaultSyncTimeout bounds the replicas' acknowledgement of a grant when Config.SyncReplicas is set (Redis
+	// WAIT's timeout). Replicas with a healthy link acknowledge within a round trip (about a millisecond on a LAN:
+	// the master asks them with REPLCONF GETACK as soon as a client waits); the bound only matters when a replica
+	// is slow or gone, and then every command pipelined behind the WAIT on its connection waits as long, so it is
+	// kept well below Redisson's slavesSyncTimeout (1 s) and conn's response timeout.
+	DefaultSyncTimeout = 200 * time.Millisecond
 )
 
 // Config configures a Client. The zero value plus Conn.Addr is a working configuration: NewClient applies the
@@ -60,6 +67,22 @@ type Config struct {
 	// Observer receives lock events (acquired, released, renewal batches, lost) for metrics. Nil reports nothing.
 	// Its methods run on the client's event loop and timer goroutines and must not block.
 	Observer Observer
+
+	// SyncReplicas, when positive, makes every acquire of every lock kind (plain, fair, fenced, read and write
+	// locks, and so the locks of a MultiLock or RedLock) wait until at least this many replicas of the lock's
+	// master acknowledged the grant: the acquire script and a WAIT go out together (conn.Client.SendAndWait), as
+	// Redisson's checkLockSyncedSlaves. A grant that fewer replicas acknowledged within SyncTimeout is released
+	// again and the acquire retried (up to RetryAttempts times, after RetryDelay, within the call's wait); when no
+	// retry is left the call fails with a *ReplicationError (ErrNotReplicated). A server or proxy without WAIT is
+	// detected once (one log line from conn) and the check is then skipped. See "Replica-synced acquire" in the
+	// package documentation for what it does and does not guarantee. 0 (the default) sends no WAIT. Set it to at
+	// most the number of replicas each master has: a WAIT for more always runs out.
+	SyncReplicas int
+
+	// SyncTimeout bounds WAIT: how long a grant may wait for SyncReplicas acknowledgements. At least 1 ms and below
+	// Conn.ResponseTimeout (WAIT holds its connection meanwhile). Default DefaultSyncTimeout when SyncReplicas is
+	// set; setting it without SyncReplicas is an error.
+	SyncTimeout time.Duration
 }
 
 // resolved is a Config with defaults applied and derived values computed once.
@@ -68,6 +91,29 @@ type resolved struct {
 	watchdogMillis string        // WatchdogTimeout as a script argument
 	renewEvery     time.Duration // WatchdogTimeout / 3
 	flushDelay     time.Duration // how long a partial renewal batch may wait for more renewals
+}
+
+// checkSync validates SyncReplicas and SyncTimeout.
+func (c Config) checkSync() error {
+	responseTimeout := c.Conn.ResponseTimeout
+	if responseTimeout == 0 {
+		responseTimeout = conn.DefaultResponseTimeout
+	}
+	switch {
+	case c.SyncReplicas < 0:
+		return &ArgumentError{Op: "NewClient", Arg: "SyncReplicas", Value: strconv.Itoa(c.SyncReplicas),
+			Reason: "must not be negative (0 sends no WAIT)"}
+	case c.SyncReplicas == 0 && c.SyncTimeout != 0:
+		return &ArgumentError{Op: "NewClient", Arg: "SyncTimeout", Value: c.SyncTimeout.String(),
+			Reason: "is only used with SyncReplicas: set SyncReplicas too, or leave SyncTimeout at 0"}
+	case c.SyncTimeout < 0 || (c.SyncTimeout > 0 && c.SyncTimeout < time.Millisecond):
+		return &ArgumentError{Op: "NewClient", Arg: "SyncTimeout", Value: c.SyncTimeout.String(),
+			Reason: "must be at least 1ms (0 takes the default of 200ms)"}
+	case c.SyncTimeout >= responseTimeout || (c.SyncTimeout == 0 && c.SyncReplicas > 0 && DefaultSyncTimeout >= responseTimeout):
+		return &ArgumentError{Op: "NewClient", Arg: "SyncTimeout", Value: c.SyncTimeout.String(),
+			Reason: "must be below Conn.ResponseTimeout (" + responseTimeout.String() + "): WAIT holds its connection until it ends"}
+	}
+	return nil
 }
 
 // withDefaults validates c and applies the defaults. Errors are *ArgumentError.
@@ -106,6 +152,12 @@ func (c Config) withDefaults() (resolved, error) {
 	}
 	if c.Observer == nil {
 		c.Observer = NopObserver{}
+	}
+	if err := c.checkSync(); err != nil {
+		return resolved{}, err
+	}
+	if c.SyncReplicas > 0 && c.SyncTimeout == 0 {
+		c.SyncTimeout = DefaultSyncTimeout
 	}
 	r := resolved{Config: c}
 	r.watchdogMillis = strconv.FormatInt(c.WatchdogTimeout.Milliseconds(), 10)

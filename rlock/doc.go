@@ -179,9 +179,34 @@
 //
 // Redis replication is asynchronous. If the master fails over to a replica that had not yet received a lock, the
 // new master does not know about it and can grant it to another owner: two holders. Redisson has the same window.
-// Waiting for replica acknowledgement after an acquire (WAIT, planned with the Sentinel and Cluster support)
-// narrows it but cannot close it; independent masters with a quorum (RedLock / MultiLock) are the answer where the
-// cost is worth it. After any such event the held contexts report loss as soon as a renewal finds the lock gone.
+// Waiting for replica acknowledgement after an acquire (Config.SyncReplicas, below) narrows it but cannot close
+// it; independent masters with a quorum (RedLock / MultiLock) are the answer where the cost is worth it. After any
+// such event the held contexts report loss as soon as a renewal finds the lock gone.
+//
+// # Replica-synced acquire
+//
+// With Config.SyncReplicas = n, every acquire attempt of every lock kind (plain, fair, fenced, read, write; the
+// locks of a MultiLock or RedLock through them) goes out as the acquire script followed by WAIT n SyncTimeout on
+// the same connection (conn.Client.SendAndWait), Redisson's checkLockSyncedSlaves. A grant is reported to the
+// caller only once n replicas acknowledged it. A grant fewer replicas acknowledged within SyncTimeout — or whose
+// count is unknown because WAIT failed — is released again at once (the conditional release of that very grant)
+// and the acquire retried after RetryDelay, at most RetryAttempts times and within the call's wait; then the call
+// fails with a *ReplicationError (errors.Is ErrNotReplicated) saying how many replicas acknowledged. The caller
+// holds nothing then. A refused attempt is refused as usual (its WAIT changes nothing).
+//
+// What it buys: a failover promotes a replica with the best replication offset (Sentinel, and a cluster replica
+// with the freshest data wins its election first), so once every grant is on n replicas, a failover that promotes
+// one of them keeps every lock reported held. What it does not: it does not make the write durable on the replica
+// (its persistence is its own), a replica that acknowledged may still lose the election to one that did not (with
+// n below the replica count), and a replica promoted by hand (or by a failover forced with a lagging replica) may
+// have none of it. The integration test TestFailoverDoubleGrants measures the difference.
+//
+// Costs: one WAIT per attempt, which blocks its connection on the server until the replicas answer (a round trip
+// to the replicas, about a millisecond on a LAN), so commands pipelined behind it wait too; keep SyncTimeout short.
+// The plain lock's hand-off is off (it grants inside the release script, where no WAIT can follow): a release
+// publishes and the woken waiter attempts itself, one more round trip per contended hand-over. Renewals and
+// releases do not wait. A server or proxy without WAIT is detected from its first "unknown command" reply (one log
+// line from conn), after which acquires go out alone.
 //
 // # Close
 //

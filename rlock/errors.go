@@ -72,6 +72,13 @@ var (
 	// name exists but is not a lock (another type, or a hash whose fields are not hold counts): another program
 	// uses the name. Choose another lock name.
 	ErrNotLock = errors.New("rlock: the key exists and is not a lock")
+
+	// ErrNotReplicated is matched (errors.Is) by the *ReplicationError an acquire returns when Config.SyncReplicas
+	// is set and no grant of the call was acknowledged by that many replicas within Config.SyncTimeout, on every
+	// attempt the call could make: each such grant was released again, so the caller holds nothing. A failover
+	// could have lost those grants. Check the replicas (INFO replication on the master), or lower SyncReplicas or
+	// raise SyncTimeout.
+	ErrNotReplicated = errors.New("rlock: the grant was not acknowledged by enough replicas")
 )
 
 // ArgumentError reports bad input to an rlock call; nothing was sent to the server. It matches ErrInvalidArgument
@@ -143,6 +150,45 @@ func (e *NotLockError) Error() string {
 
 // Is reports whether target is ErrNotLock.
 func (e *NotLockError) Is(target error) bool { return target == ErrNotLock }
+
+// ReplicationError reports an acquire that was granted but whose grant too few replicas acknowledged (Config
+// SyncReplicas and SyncTimeout), on its last attempt. It matches ErrNotReplicated, and Err through Unwrap.
+type ReplicationError struct {
+	Name     string        // the lock
+	Wanted   int           // Config.SyncReplicas
+	Acked    int           // replicas that acknowledged the last grant within Timeout (0 when Err says why none is known)
+	Timeout  time.Duration // Config.SyncTimeout
+	Attempts int           // grants made by the call, each released again
+	// Released is false when the release of the last grant failed: the lock then stays held on the server under
+	// the call's owner until its lease ends (the watchdog timeout for Lock and TryLock without a lease).
+	Released bool
+	// Err says why the count is unknown (WAIT's error reply, or the connection dropped between the acquire's
+	// reply and WAIT's), or why the release failed; nil when the replicas simply did not answer in time.
+	Err error
+}
+
+// Error says how many replicas acknowledged, how many were wanted, and what to do.
+func (e *ReplicationError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "rlock: lock %q: %d of %d replicas acknowledged the grant within %v (%d attempts)",
+		e.Name, e.Acked, e.Wanted, e.Timeout, e.Attempts)
+	if e.Err != nil {
+		fmt.Fprintf(&sb, ": %v", e.Err)
+	}
+	if e.Released {
+		sb.WriteString("; the grant was released")
+	} else {
+		sb.WriteString("; releasing the grant failed, it ends with its lease")
+	}
+	sb.WriteString("; check the replicas, or lower Config.SyncReplicas or raise Config.SyncTimeout")
+	return sb.String()
+}
+
+// Is reports whether target is ErrNotReplicated.
+func (e *ReplicationError) Is(target error) bool { return target == ErrNotReplicated }
+
+// Unwrap returns Err.
+func (e *ReplicationError) Unwrap() error { return e.Err }
 
 // errPermitsNotFound reports n permit ids of one Release that were not held.
 func errPermitsNotFound(n int) error {
