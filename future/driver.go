@@ -87,52 +87,78 @@ func (f *Future[T]) unattendedLocked() Driver {
 // of parking until another goroutine has done it. The zero Relay is ready to use
 // and forwards nothing; a Relay must not be copied after first use. Safe for
 // concurrent use; its methods never block.
+//
+// Which steps are left to a Get: a step followed before the first Get or while a
+// Get drives. Once a Get has stopped driving with the promise still pending (it
+// parks: the promise now waits for something else, a message, a timer), or once
+// the promise is observed without Get (OnComplete, Done), the step in flight and
+// every later one are marked unattended, so their drivers produce them alone: a
+// parked Get never drives again.
 type Relay struct {
-	mu         sync.Mutex
-	d          Driver // the driver of the step in flight; nil when that step has none
-	unattended bool   // the promise is awaited without a Get: later steps are registered with OnComplete
+	mu      sync.Mutex
+	d       Driver     // the driver of the step in flight; nil when that step has none
+	step    Completion // the step in flight; nil before the first
+	driving int        // Gets inside Drive
+	// unattended: no Get will drive later steps (a Get parked, or the promise is observed without one).
+	unattended bool
 }
 
 // Follow registers fn on f like OnComplete and, when r is not nil, makes f the
 // step r forwards to: a Get on the promise whose driver is r then drives f.
-// Unlike OnComplete it does not tell f's driver that f is unattended, since the
-// Get on r's promise is expected to drive it; use it only for a promise whose
-// result somebody waits for with Get (with a nil r it is OnComplete). It does
-// not block.
+// Unlike OnComplete it does not tell f's driver that f is unattended while a Get
+// may still drive it (see Relay); use it only for a promise whose result somebody
+// waits for with Get (with a nil r it is OnComplete). It does not block.
 func Follow[T any](r *Relay, f *Future[T], fn func(v T, err error)) {
 	if r == nil {
 		f.OnComplete(fn)
 		return
 	}
 	r.mu.Lock()
-	r.d = f.drv
-	unattended := r.unattended
+	r.d, r.step = f.drv, f
+	unattended := r.unattended && r.driving == 0
 	r.mu.Unlock()
 	f.onComplete(fn, unattended)
 }
 
-func (r *Relay) driver() Driver {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.d
-}
-
-// Drive is Driver: it drives the step in flight, for target.
+// Drive is Driver: it drives the step in flight, for target. When it returns
+// with target still pending and no other Get driving, the Get parks: the step
+// in flight, if still pending, is marked unattended, and so are later ones.
 func (r *Relay) Drive(ctx context.Context, target Completion) {
-	if d := r.driver(); d != nil {
+	r.mu.Lock()
+	d, step := r.d, r.step
+	r.driving++
+	r.mu.Unlock()
+	if d != nil && step != nil && !step.IsDone() {
 		d.Drive(ctx, target)
+	}
+	r.mu.Lock()
+	r.driving--
+	var notify Driver
+	if r.driving == 0 && !target.IsDone() {
+		r.unattended = true
+		if r.step != nil && !r.step.IsDone() {
+			// Followed while this Get drove, or just now: nobody will drive it.
+			notify = r.d
+		}
+	}
+	r.mu.Unlock()
+	if notify != nil {
+		notify.Unattended()
 	}
 }
 
 // Completed is Driver: a Drive blocked in the step's driver must return.
 func (r *Relay) Completed() {
-	if d := r.driver(); d != nil {
+	r.mu.Lock()
+	d := r.d
+	r.mu.Unlock()
+	if d != nil {
 		d.Completed()
 	}
 }
 
 // Unattended is Driver: the promise is awaited without a Get, so the step in
-// flight must complete without one.
+// flight and later ones must complete without one.
 func (r *Relay) Unattended() {
 	r.mu.Lock()
 	r.unattended = true

@@ -300,3 +300,48 @@ func TestRelayUnattendedReachesEveryStep(t *testing.T) {
 		t.Fatalf("callback got %d", v)
 	}
 }
+
+// A Get that stops driving with the promise still pending parks and never drives again: the step in flight is then
+// marked unattended (it was followed while the Get drove, but nobody will read it), and so is every later step.
+func TestRelayMarksStepsUnattendedOnceTheGetParks(t *testing.T) {
+	var relay future.Relay
+	p := future.NewPromise[int]()
+	p.SetDriver(&relay)
+
+	second := future.NewPromise[int]()
+	d2 := &testDriver{}
+	second.SetDriver(d2)
+	first := future.NewPromise[int]()
+	d1 := &testDriver{}
+	d1.drive = func(context.Context, future.Completion) {
+		first.Succeed(1) // its callback sends the next step, still pending when this drive ends
+	}
+	first.SetDriver(d1)
+	future.Follow(&relay, first.Future(), func(int, error) {
+		future.Follow(&relay, second.Future(), func(v int, _ error) { p.Succeed(v) })
+	})
+	if d2.unattended.Load() != 0 {
+		t.Fatal("a step followed while the Get drives was marked unattended at once")
+	}
+
+	got := make(chan int, 1)
+	go func() {
+		v, _ := p.Future().Get(context.Background())
+		got <- v
+	}()
+	awaitParked(t, p.Future(), 1)
+	if n := d2.unattended.Load(); n != 1 {
+		t.Fatalf("the pending step when the Get parked: unattended = %d; want 1", n)
+	}
+	third := future.NewPromise[int]()
+	d3 := &testDriver{}
+	third.SetDriver(d3)
+	future.Follow(&relay, third.Future(), func(int, error) {})
+	if n := d3.unattended.Load(); n != 1 {
+		t.Fatalf("a step followed after the Get parked: unattended = %d; want 1", n)
+	}
+	second.Succeed(2)
+	if v := <-got; v != 2 {
+		t.Fatalf("Get = %d; want 2", v)
+	}
+}
