@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	validID := "00112233445566778899aabbccddeeff"
@@ -119,7 +118,7 @@ func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T)
 }
 
 func TestFamilyReportsServerSideRefusalsWithTypedErrors(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	pes := c.PermitExpirableSemaphore("p")

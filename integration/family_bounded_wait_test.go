@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
@@ -17,7 +16,7 @@ import (
 const recheckSlack = 3 * time.Second // recheckBound (1 s) plus a generous margin for a loaded machine
 
 func TestSemaphoreWaiterFindsPermitsThatNoMessageAnnounced(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	s := c.Semaphore("sem:silent")
@@ -42,7 +41,7 @@ func TestSemaphoreWaiterFindsPermitsThatNoMessageAnnounced(t *testing.T) {
 }
 
 func TestLatchAwaiterNoticesAnOpeningThatNoMessageAnnounced(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	l := c.CountDownLatch("latch:silent")
@@ -64,7 +63,7 @@ func TestLatchAwaiterNoticesAnOpeningThatNoMessageAnnounced(t *testing.T) {
 }
 
 func TestLockWaiterFindsAReleaseThatNoMessageAnnounced(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	for _, fenced := range []bool{false, true} {

@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 func TestFamilyCloseFailsWaitersAndEndsHeldLocks(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	other := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	c, err := rlock.NewClientFromURL(srv.URL())

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 // famQueueLen returns the fair lock's server queue length.
-func famQueueLen(t testing.TB, srv *redistest.Server, name string) int64 {
+func famQueueLen(t testing.TB, srv server, name string) int64 {
 	n, err := srv.DoInt(context.Background(), "LLEN", "redisson_lock_queue:{"+name+"}")
 	if err != nil {
 		t.Fatalf("LLEN: %v", err)
@@ -23,7 +22,7 @@ func famQueueLen(t testing.TB, srv *redistest.Server, name string) int64 {
 }
 
 func TestFairLockGrantsEightWaitersInArrivalOrder(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
 	ctx := ctxT(t, 20*time.Second)
 	holder, err := clients[0].FairLock("fair").Lock(ctx)
@@ -72,7 +71,7 @@ func TestFairLockGrantsEightWaitersInArrivalOrder(t *testing.T) {
 }
 
 func TestFairLockFiveHundredWaitersAllAcquire(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
 	ctx := ctxT(t, 60*time.Second)
 	holder, err := clients[0].FairLock("many").Lock(ctx)
@@ -117,7 +116,7 @@ func TestFairLockFiveHundredWaitersAllAcquire(t *testing.T) {
 }
 
 func TestFairLockTryWithoutWaitNeverQueues(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	held, err := a.FairLock("f").Lock(ctx)
@@ -154,7 +153,7 @@ func TestFairLockTryWithoutWaitNeverQueues(t *testing.T) {
 }
 
 func TestFairLockAbandonedWaiterLeavesAtOnce(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b, c := newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 20*time.Second)
 	held, err := a.FairLock("f").Lock(ctx)
@@ -187,7 +186,7 @@ func TestFairLockAbandonedWaiterLeavesAtOnce(t *testing.T) {
 }
 
 func TestFairLockKilledWaiterDelaysOthersByNoMoreThanItsWait(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, c := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 20*time.Second)
 	held, err := a.FairLock("f").Lock(ctx)

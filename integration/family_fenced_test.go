@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	l := c.FencedLock("fenced")
 	ctx := ctxT(t, 10*time.Second)
@@ -89,7 +88,7 @@ func (s *fencedStore) write(token int64, v string) error {
 }
 
 func TestFencedLockTokenLetsTheResourceRefuseAPausedFormerHolder(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	store := &fencedStore{}
@@ -132,7 +131,7 @@ func TestFencedLockTokenLetsTheResourceRefuseAPausedFormerHolder(t *testing.T) {
 }
 
 func TestFencedLockWaiterIsWokenByTheRelease(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	heldA, _, err := a.FencedLock("w").Lock(ctx)

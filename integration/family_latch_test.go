@@ -6,11 +6,10 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
 func TestCountDownLatchReleasesEveryAwaiterAtZero(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	if ok, err := a.CountDownLatch("latch").TrySetCount(ctx, 3); !ok || err != nil {
@@ -60,7 +59,7 @@ func TestCountDownLatchReleasesEveryAwaiterAtZero(t *testing.T) {
 }
 
 func TestCountDownLatchAwaitTimeoutAndDelete(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	l := c.CountDownLatch("latch")

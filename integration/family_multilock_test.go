@@ -201,7 +201,7 @@ func TestRedLockContendingClientsExcludeEachOther(t *testing.T) {
 }
 
 func TestMultiLockTakesAllOrNoneAndReleasesOnFailure(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	h2, err := b.Lock("l2").Lock(ctx)
@@ -253,7 +253,7 @@ func TestMultiLockTakesAllOrNoneAndReleasesOnFailure(t *testing.T) {
 }
 
 func TestMultiLocksInOppositeOrdersDoNotDeadlock(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ma := rlock.NewMultiLock(a.Lock("x"), a.Lock("y"), a.Lock("z"))
 	mb := rlock.NewMultiLock(b.Lock("z"), b.Lock("y"), b.Lock("x"))
@@ -289,7 +289,7 @@ func TestMultiLocksInOppositeOrdersDoNotDeadlock(t *testing.T) {
 }
 
 func TestMultiLockLosingOneLockCancelsIt(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	m := rlock.NewMultiLock(c.Lock("m1"), c.FairLock("m2"))

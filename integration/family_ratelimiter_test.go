@@ -6,12 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 func TestRateLimiterSlidingWindow(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	r := c.RateLimiter("rl")
@@ -58,7 +57,7 @@ func TestRateLimiterSlidingWindow(t *testing.T) {
 }
 
 func TestRateLimiterNeverGrantsMoreThanTheRateInAnyWindow(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 30*time.Second)
 	const rate, interval = 10, 300 * time.Millisecond
@@ -107,7 +106,7 @@ func TestRateLimiterNeverGrantsMoreThanTheRateInAnyWindow(t *testing.T) {
 }
 
 func TestRateLimiterPerClientRates(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	a.RateLimiter("rl").SetRate(ctx, rlock.RateConfig{Type: rlock.RatePerClient, Rate: 2, Interval: time.Minute})
@@ -122,7 +121,7 @@ func TestRateLimiterPerClientRates(t *testing.T) {
 }
 
 func TestFixedWindowLimiter(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	l := c.FixedWindowLimiter("rate.limiting:127.0.0.1", 3, 300*time.Millisecond)

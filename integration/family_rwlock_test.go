@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 func TestRWLockIndependentReadLeasesExpireOnTime(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b, w := newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	start := time.Now()
@@ -41,7 +40,7 @@ func TestRWLockIndependentReadLeasesExpireOnTime(t *testing.T) {
 }
 
 func TestRWLockWriterWaitsForEveryReader(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	ctx := ctxT(t, 10*time.Second)
 	var readers []context.Context
 	var rcs []*rlock.Client
@@ -82,7 +81,7 @@ func TestRWLockWriterWaitsForEveryReader(t *testing.T) {
 }
 
 func TestRWLockTwentyReadersBlockedByAWriterAllProceedWhenItLeaves(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	w, r1, r2 := newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	held, err := w.ReadWriteLock("rw").WriteLock().Lock(ctx)
@@ -123,7 +122,7 @@ func TestRWLockTwentyReadersBlockedByAWriterAllProceedWhenItLeaves(t *testing.T)
 }
 
 func TestRWLockDeadClientsReadLockExpiresAndLetsTheWriterIn(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	const watchdog = 600 * time.Millisecond
 	d := newLockClient(t, srv, watchdog)
 	w := newLockClient(t, srv, watchdog)
@@ -150,7 +149,7 @@ func TestRWLockDeadClientsReadLockExpiresAndLetsTheWriterIn(t *testing.T) {
 }
 
 func TestRWLockReentersDowngradesAndRefusesUpgrade(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	rw := a.ReadWriteLock("rw")
@@ -202,7 +201,7 @@ func TestRWLockReentersDowngradesAndRefusesUpgrade(t *testing.T) {
 }
 
 func TestRWLockWatchdogRenewsReaders(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	const watchdog = time.Second // renewed every third of it: slack for a loaded machine
 	a, w := newLockClient(t, srv, watchdog), newLockClient(t, srv, watchdog)
 	ctx := ctxT(t, 10*time.Second)
@@ -237,7 +236,7 @@ func TestRWLockWatchdogRenewsReaders(t *testing.T) {
 // A Redisson client's write lock, played with raw commands in Redisson's layout, excludes this package's readers,
 // and its unlock message ("1" on redisson_rwlock:{name}) wakes them; their read holds are in Redisson's layout.
 func TestRWLockInteroperatesWithARedissonLayoutWriter(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	const java = "5f1c0f2e-8d3a-4b7e-9a61-2c4d5e6f7a8b:1" // a Redisson client's <uuid>:<threadId>

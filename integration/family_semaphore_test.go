@@ -8,12 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 func TestSemaphorePermitsAreTakenReleasedAddedAndDrained(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	s := c.Semaphore("sem")
@@ -47,7 +46,7 @@ func TestSemaphorePermitsAreTakenReleasedAddedAndDrained(t *testing.T) {
 }
 
 func TestSemaphoreWaiterIsWokenByARelease(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	a.Semaphore("sem").TrySetPermits(ctx, 1)
@@ -77,7 +76,7 @@ func TestSemaphoreWaiterIsWokenByARelease(t *testing.T) {
 }
 
 func TestSemaphoreNeverLetsMoreHoldersInThanPermits(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
 	ctx := ctxT(t, 30*time.Second)
 	clients[0].Semaphore("sem").TrySetPermits(ctx, 3)
@@ -119,7 +118,7 @@ func TestSemaphoreNeverLetsMoreHoldersInThanPermits(t *testing.T) {
 }
 
 func TestSemaphoreAbandonedAcquireKeepsNoPermit(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	s := c.Semaphore("sem")
@@ -137,7 +136,7 @@ func TestSemaphoreAbandonedAcquireKeepsNoPermit(t *testing.T) {
 }
 
 func TestPermitExpirableSemaphoreLeaseEndReturnsThePermit(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	s := a.PermitExpirableSemaphore("pes")
@@ -170,7 +169,7 @@ func TestPermitExpirableSemaphoreLeaseEndReturnsThePermit(t *testing.T) {
 }
 
 func TestPermitExpirableSemaphoreUpdateLeaseAndRelease(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	s := c.PermitExpirableSemaphore("pes")
@@ -198,7 +197,7 @@ func TestPermitExpirableSemaphoreUpdateLeaseAndRelease(t *testing.T) {
 }
 
 func TestPermitExpirableSemaphoreConcurrentHoldersStayWithinPermits(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	a, b := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
 	ctx := ctxT(t, 30*time.Second)
 	a.PermitExpirableSemaphore("pes").TrySetPermits(ctx, 2)

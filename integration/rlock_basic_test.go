@@ -13,7 +13,7 @@ import (
 // Ports of Redisson's RedissonLockTest scenarios: the basic contract of a reentrant lock.
 
 func TestLockUnlock(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	l := c.Lock("lock")
 	ctx := ctxT(t, 10*time.Second)
@@ -46,7 +46,7 @@ func TestLockUnlock(t *testing.T) {
 
 // Redisson's testGetHoldCount: 0, 1, 0, 2, 1, 0.
 func TestReentrancyHoldCount(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	l := c.Lock("lock")
 	ctx := rlock.WithOwner(ctxT(t, 10*time.Second), "1")
@@ -90,7 +90,7 @@ func TestReentrancyHoldCount(t *testing.T) {
 
 // Redisson's testIsLocked / testIsHeldByCurrentThread / testIsHeldByThread, with owners in place of threads.
 func TestIsLockedAndIsHeldBy(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	other := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
@@ -132,7 +132,7 @@ func TestIsLockedAndIsHeldBy(t *testing.T) {
 
 // Redisson's testUnlockFail: unlocking as another owner fails and changes nothing.
 func TestUnlockByAnotherOwnerFails(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	other := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
@@ -162,7 +162,7 @@ func TestUnlockByAnotherOwnerFails(t *testing.T) {
 
 // Redisson's testForceUnlock: a fresh handle (and another client) deletes the lock whoever holds it.
 func TestForceUnlockFromFreshHandle(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	other := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
@@ -199,7 +199,7 @@ func TestForceUnlockFromFreshHandle(t *testing.T) {
 // Redisson's testRemainTimeToLive: ≈ lease, -2 after unlock, ≈ watchdog timeout with the watchdog; and
 // testReentrantLeaseTime: a partial unlock re-arms the lease.
 func TestRemainTimeToLive(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	const watchdog = 5 * time.Second
 	c := newLockClient(t, srv, watchdog)
 	ctx := ctxT(t, 10*time.Second)
@@ -249,7 +249,7 @@ func TestRemainTimeToLive(t *testing.T) {
 }
 
 func TestInvalidArgumentsSendNothing(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	l := c.Lock("lock")
@@ -277,7 +277,7 @@ func TestInvalidArgumentsSendNothing(t *testing.T) {
 
 // TryLock's failure to acquire and a context that ends are different errors.
 func TestContextEndIsNotFailureToAcquire(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	l := c.Lock("lock")
@@ -321,7 +321,7 @@ func TestNewClientFromURL(t *testing.T) {
 // Close fails waiters with ErrClosed, cancels held contexts with ErrClosed, and every later call returns
 // ErrClosed; goleak (TestMain) checks that nothing is left running.
 func TestCloseFailsWaitersAndLaterCalls(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	holder := newLockClient(t, srv, 0)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)

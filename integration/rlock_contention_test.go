@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
@@ -29,7 +27,7 @@ func (e *exclusion) leave() { e.holders.Add(-1) }
 // Redisson's testConcurrency_MultiInstance: 16 clients × 100 iterations of read-increment-write on a shared
 // counter in Redis, under the lock. Any overlap loses an increment.
 func TestSharedCounterSixteenClients(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	ctx := ctxT(t, 60*time.Second)
 	const clients, iterations = 16, 100
 	var ex exclusion
@@ -74,7 +72,7 @@ func TestSharedCounterSixteenClients(t *testing.T) {
 // Redisson's testSubscriptionsPerConnection: 5,000 lock/unlock cycles over 5 names, with waiting, leave no
 // subscription behind.
 func TestCyclesLeaveNoSubscriptions(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	ctx := ctxT(t, 60*time.Second)
 	clients := []*rlock.Client{newLockClient(t, srv, 0), newLockClient(t, srv, 0)}
 	const workers, cycles = 10, 500 // 5,000 cycles
@@ -106,17 +104,16 @@ func TestCyclesLeaveNoSubscriptions(t *testing.T) {
 // Redisson's testTryLockConcurrency-style churn: 16 goroutines × 10,000 try/unlock cycles on one lock. Nothing
 // is lost, nothing leaks: no held lock, no waiter, no renewal afterwards.
 func TestTryUnlockChurnLeaksNothing(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	ctx := ctxT(t, 120*time.Second)
 	var lost, renewals atomic.Int64
-	c, err := rlock.NewClient(rlock.Config{
-		Conn:            conn.Config{Addr: srv.Addr()},
+	c, err := rlock.NewClient(lockConfig(srv, rlock.Config{
 		WatchdogTimeout: 600 * time.Millisecond,
 		Observer: observerFunc{
 			lost:    func(rlock.LostEvent) { lost.Add(1) },
 			renewal: func(e rlock.RenewalEvent) { renewals.Add(int64(e.Locks)) },
 		},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +164,7 @@ func TestTryUnlockChurnLeaksNothing(t *testing.T) {
 // Local waiters are served in order by hand-off; a waiter in another process still gets the lock while this
 // client's goroutines keep passing it among themselves (the hand-off burst ends with an ordinary release).
 func TestHandoffIsExclusiveAndDoesNotStarveOthers(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	ctx := ctxT(t, 60*time.Second)
 	busy := newLockClient(t, srv, 0)
 	other := newLockClient(t, srv, 0)

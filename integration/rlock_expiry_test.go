@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
@@ -18,7 +17,7 @@ import (
 // Redisson's testExpire: a lease lock lets another owner in when its lease ends (within lease + 20 ms), and the
 // stale holder's unlock fails.
 func TestLeaseExpiryLetsAnotherOwnerIn(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c1 := newLockClient(t, srv, 0)
 	c2 := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
@@ -47,7 +46,7 @@ func TestLeaseExpiryLetsAnotherOwnerIn(t *testing.T) {
 
 // Redisson's testTryLockWait: a try with a 3 s wait against a held lock gives up after 3 s.
 func TestTryLockWaitRunsOut(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c1 := newLockClient(t, srv, 0)
 	c2 := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
@@ -71,7 +70,7 @@ func TestTryLockWaitRunsOut(t *testing.T) {
 // Redisson's testLockIsNotRenewedAfterInterruptedTryLock / testAutoExpire with shutdown: a client closed while
 // holding stops renewing, and the lock ends within the watchdog timeout.
 func TestClosedClientFreesLockWithinWatchdog(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	const watchdog = time.Second
 	c1 := newLockClient(t, srv, watchdog)
 	c2 := newLockClient(t, srv, 0)
@@ -98,7 +97,7 @@ func TestClosedClientFreesLockWithinWatchdog(t *testing.T) {
 // A process SIGKILLed while holding frees the lock within the watchdog timeout; while it lives, its watchdog keeps
 // the lock past that timeout.
 func TestKilledProcessFreesLockWithinWatchdog(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := redistest.Start(t) // the child process connects to one address
 	const watchdog = time.Second
 	cmd, owner := startLockChild(t, srv.Addr(), "lock", watchdog)
 	c := newLockClient(t, srv, 0)
@@ -128,17 +127,16 @@ func TestKilledProcessFreesLockWithinWatchdog(t *testing.T) {
 
 // Redisson's testLockLongerThanWatchdog: the watchdog keeps a lock for 10 × its timeout.
 func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	const watchdog = time.Second // short, yet with slack for a starved -race run on a loaded machine
 	var batches, renewed atomic.Int64
-	c, err := rlock.NewClient(rlock.Config{
-		Conn:            conn.Config{Addr: srv.Addr()},
+	c, err := rlock.NewClient(lockConfig(srv, rlock.Config{
 		WatchdogTimeout: watchdog,
 		Observer: observerFunc{renewal: func(e rlock.RenewalEvent) {
 			batches.Add(1)
 			renewed.Add(int64(e.Renewed))
 		}},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,14 +172,13 @@ func TestWatchdogOutlivesTenTimeouts(t *testing.T) {
 
 // An acquire cancelled while it waits — also just as the lock is handed to it — leaves no lock and no renewal.
 func TestNoRenewalAfterCancelledAcquire(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	const watchdog = 300 * time.Millisecond
 	var renewals atomic.Int64
-	c, err := rlock.NewClient(rlock.Config{
-		Conn:            conn.Config{Addr: srv.Addr()},
+	c, err := rlock.NewClient(lockConfig(srv, rlock.Config{
 		WatchdogTimeout: watchdog,
 		Observer:        observerFunc{renewal: func(e rlock.RenewalEvent) { renewals.Add(int64(e.Locks)) }},
-	})
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}

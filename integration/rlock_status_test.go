@@ -7,14 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
 // Status reads a lock's owners, hold counts, mode and TTL in one step, and tells a key that is not a lock apart
 // from a free lock.
 func TestLockStatus(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	c := newLockClient(t, srv, 0)
 	ctx := ctxT(t, 10*time.Second)
 	l := c.Lock("status")

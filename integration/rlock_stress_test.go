@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
@@ -18,13 +16,13 @@ import (
 // async and sync — by 32 goroutines of two clients on two locks, racing with hand-offs. Mutual exclusion must
 // hold throughout, and when it is over nothing may be left: no lock, no hold, no waiter, no subscription.
 func TestAcquireOutcomesMixedStress(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := startServer(t)
 	ctx := ctxT(t, 60*time.Second)
 	var evmu sync.Mutex
 	events := map[string][]string{}
 	obs := eventLog{f: func(owner, e string) { evmu.Lock(); events[owner] = append(events[owner], e); evmu.Unlock() }}
 	mk := func() *rlock.Client {
-		c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}, WatchdogTimeout: time.Second, Observer: obs})
+		c, err := rlock.NewClient(lockConfig(srv, rlock.Config{WatchdogTimeout: time.Second, Observer: obs}))
 		if err != nil {
 			t.Fatal(err)
 		}
