@@ -28,10 +28,12 @@ func (t *Timer) run() {
 			break
 		}
 		if woken {
-			// A NewTimeout or Cancel woke us before next. The ticks before the current one had nothing to do (next
-			// was the first tick with work), so they need no processing; handle the queues at the end of this tick.
-			// Never skip next itself: the wake-up may have raced with the end of its wait.
-			cur := now / t.tick
+			// A NewTimeout or Cancel woke us before next. The ticks before next had nothing to do in the wheel
+			// (next was the first tick with work), so we may skip them — but not past the last tick that has
+			// fully elapsed: what woke us may be a timeout whose deadline has passed by the time we run (we were
+			// scheduled late, or the clock jumped), and it must run now, in that tick, not at the end of the
+			// current one. Never skip next itself either: the wake-up may have raced with the end of its wait.
+			cur := now/t.tick - 1
 			if next >= 0 {
 				cur = min(cur, next)
 			}
