@@ -258,6 +258,25 @@ func testClusterHashTags(t *testing.T, d *deployment) {
 			}
 		}
 	}
+	// A name with "{" but no hash tag Redis accepts would put the lock and its channel in different slots: it
+	// could be acquired and never released. Refused before anything is sent.
+	before := commandCalls(t, d)
+	for _, name := range []string{"a{}b", "{a", "x}y{"} {
+		var ae *rlock.ArgumentError
+		if _, err := c.Lock(name).TryLock(ctx, 0, 0); !errors.As(err, &ae) || ae.Arg != "name" {
+			t.Errorf("Lock(%q) = %v, want an *ArgumentError on the name", name, err)
+		}
+		if _, err := c.FairLock(name).Lock(ctx); !errors.Is(err, rlock.ErrInvalidArgument) {
+			t.Errorf("FairLock(%q) = %v, want ErrInvalidArgument", name, err)
+		}
+		if _, err := c.ReadWriteLock(name).WriteLock().Lock(ctx); !errors.Is(err, rlock.ErrInvalidArgument) {
+			t.Errorf("WriteLock(%q) = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if n := commandCalls(t, d) - before; n != 0 {
+		t.Fatalf("the refused names sent %d commands", n)
+	}
+
 	multi := rlock.NewMultiLock(c.Lock("{user42}:orders"), c.Lock("{user42}:invoices"), c.FairLock("{user42}:fair"))
 	mh, err := multi.Lock(ctx)
 	if err != nil {

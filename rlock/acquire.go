@@ -2,6 +2,8 @@ package rlock
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
@@ -76,6 +78,8 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	switch {
 	case lo.name == "":
 		return fail(nameError(op))
+	case c.cluster && !clusterSafeName(lo.name):
+		return fail(clusterNameError(op, lo.name))
 	case lease < 0 || (lease > 0 && lease < MinLease):
 		return fail(leaseError(op, lease, "must be at least 1ms, or 0 for the watchdog"))
 	case c.closed.Load():
@@ -121,6 +125,22 @@ func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Dura
 func (lo *lockObject) lockAsync(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
 	_, f := lo.acquire(ctx, op, wait, lease, true)
 	return f
+}
+
+// clusterSafeName reports whether a lock's keys and channels share the slot of its name on a Redis Cluster. They
+// always do unless the name contains "{" without a hash tag Redis accepts (a non-empty {...}): Redisson's naming
+// rule then uses the name as it is after each prefix (prefix:name), and the prefixed names hash whole, elsewhere.
+// Such a lock could be acquired (the acquire script names only the lock) but never released.
+func clusterSafeName(name string) bool {
+	if strings.IndexByte(name, '{') < 0 {
+		return true
+	}
+	return conn.KeySlot(name) == conn.KeySlot(channelName(name))
+}
+
+func clusterNameError(op, name string) error {
+	return &ArgumentError{Op: op, Arg: "name", Value: strconv.Quote(name), Reason: "on a Redis Cluster, a name " +
+		"containing '{' needs a non-empty hash tag such as {orders}:42, so that the lock's keys share its slot"}
 }
 
 // leaseFormError checks LockLease's lease: 0 would be Lock's watchdog.

@@ -27,7 +27,9 @@
 // package conn.
 //
 // Auxiliary keys and channels carry the name as a Redis Cluster hash tag, by Redisson's rule: prefix:{name}, or
-// prefix:name when the name already contains "{" (names.go). Scripts publish with the command conn says reaches
+// prefix:name when the name already contains "{" (names.go). On a cluster, a lock whose name contains "{" without
+// a hash tag Redis accepts ("a{}b", "{a") is refused with an *ArgumentError: its prefixed keys would hash
+// elsewhere, and it could be acquired but never released (Redisson has that trap). Scripts publish with the command conn says reaches
 // this client's subscribers — PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, as Redisson chooses — passed
 // as their last argument.
 //
