@@ -170,10 +170,10 @@ func (lc *lockCall) start() {
 	}
 	reentry := false
 	if h := sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.owner)}]; h != nil {
-		if h.state == holdReleasing && h.release != nil {
+		if h.state == holdReleasing && sh.releasing[h] != nil {
 			// The same owner's last release is in flight: acquire after it settled, so the release's retry
 			// condition (the expected count) cannot be confused by this grant.
-			op := h.release
+			op := sh.releasing[h]
 			sh.mu.Unlock()
 			op.p.Future().OnComplete(func(struct{}, error) { lc.start() })
 			return
@@ -244,8 +244,8 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 	c := lc.c
 	ev := AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
 		HandOff: o.handoff}
-	if !lc.p.Succeed(h.held) {
-		c.unlockHeld(h.held)
+	if !lc.p.Succeed(h) {
+		c.unlockHeld(h)
 		return
 	}
 	lc.stopWatch()

@@ -54,10 +54,13 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu       sync.Mutex
-	holds    map[holdKey]*hold        // held locks, by name and hash field
-	queues   map[string]*queue        // channels with waiters of this client
-	sleepers *queue                   // waiters woken by their timer alone (rate limiters)
-	_        [64 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	holds    map[holdKey]*hold // held locks, by name and hash field
+	queues   map[string]*queue // channels with waiters of this client
+	sleepers *queue            // waiters woken by their timer alone (rate limiters)
+	// releasing holds the final release in flight of each hold in state holdReleasing: an acquire of the same
+	// owner waits for it (lockCall.start). Kept here rather than in the hold, whose size is budgeted.
+	releasing map[*hold]*unlockOp
+	_         [64 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -106,6 +109,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh := &c.shards[i]
 		sh.holds = make(map[holdKey]*hold)
 		sh.queues = make(map[string]*queue)
+		sh.releasing = make(map[*hold]*unlockOp)
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)

@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/locksmith-go/locksmith/timer"
@@ -53,21 +54,22 @@ const (
 type holdKey struct{ name, field string }
 
 // hold is one lock held by one owner through this client, whatever the kind of lock: Redisson's ExpirationEntry,
-// plus the held context.
+// and the held context the acquire returned (the hold is that context: see Err).
 //
 // Memory is the point of its layout (issue 5: at most 0.5 KB of client heap per held watchdog lock). A held lock
 // costs this struct (128 bytes: keep it there), the context.WithCancelCause pair made over it (the cancelCtx and its
 // cancel func), the owner string, one timer.Timeout (64 B) and a map entry; no goroutine, no channel until someone
-// calls Done on the held context. The hold itself is the parent of the held context (it implements context.Context
-// without cancellation), so no extra value context is needed to carry the owner, and it is the timer Task of its
-// own timeout, so scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in
-// what would otherwise be padding.
+// calls Done on the held context. The hold, seen as holdValues, is the parent of that cancel context (a context
+// without cancellation that carries the owner and the acquiring context's values), so no extra value context is
+// needed, and it is the timer Task of its own timeout, so scheduling allocates nothing more. What differs between
+// kinds of locks is the kind, one byte in what would otherwise be padding. The final release in flight is kept in
+// the shard (shard.releasing), not here: only a few holds at a time need it.
 type hold struct {
 	c      *Client
 	name   string
 	owner  string
 	parent context.Context // the acquiring context: its values are visible through the held context, its cancellation is not
-	held   context.Context // context.WithCancelCause(h): what the acquire returned
+	ctx    context.Context // context.WithCancelCause((*holdValues)(h)): cancelled, with a cause, when the lock goes
 	cancel context.CancelCauseFunc
 
 	// Guarded by the shard mutex (kind: set at creation, never changed; it sits here to fill padding).
@@ -77,10 +79,12 @@ type hold struct {
 	kind     holdKind      // the lock's layout: how it is renewed and released
 	count    int32         // the owner's hold count, as the server last reported it
 	lease    time.Duration // the lease the server re-arms on a partial release (watchdog timeout or last lease)
-	deadline time.Duration // on c.now(): the lease surely ends on the server no earlier than this
-	acquired time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
-	tm       *timer.Timeout
-	release  *unlockOp // the final release in flight (state holdReleasing)
+	// end is the local end of the lease, on c.now(): the held context ends with ErrLeaseExpired there unless a
+	// confirmed command moves it (localEnd). Written under the shard mutex, read without it by Err.
+	end         atomic.Int64
+	confirmedAt time.Duration // on c.now(): when the last reply that moved end was applied (confirmLocked)
+	acquired    time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
+	tm          *timer.Timeout
 }
 
 // key is the hold's key in its shard's map.
@@ -92,8 +96,9 @@ func (h *hold) key() holdKey { return holdKey{h.name, h.kind.field(h.owner)} }
 func (c *Client) newHoldLocked(sh *shard, kind holdKind, name, own string, parent context.Context, count int64,
 	lease time.Duration, watchdog bool, sentAt time.Duration) (*hold, error) {
 	h := &hold{c: c, name: name, owner: own, parent: parent, kind: kind, count: int32(count), lease: lease,
-		watchdog: watchdog, deadline: sentAt + lease, acquired: sentAt}
-	h.held, h.cancel = context.WithCancelCause(h)
+		watchdog: watchdog, acquired: sentAt, confirmedAt: c.now()}
+	h.end.Store(int64(localEnd(sentAt, lease)))
+	h.ctx, h.cancel = context.WithCancelCause((*holdValues)(h))
 	if err := h.armLocked(); err != nil {
 		return nil, err
 	}
@@ -108,20 +113,68 @@ func (h *hold) reenterLocked(count int64, lease time.Duration, watchdog bool, se
 	// only grows across them, so the largest is the latest.
 	h.count = max(h.count, int32(count))
 	h.lease = lease
-	if end := sentAt + lease; !h.kind.rwLayout() || end > h.deadline {
-		// The plain layout's PEXPIRE sets the lease; a read-write lock keeps the longer one.
-		h.deadline = end
-	}
+	// The plain layout's PEXPIRE sets the lease (it may shorten it); a read-write lock's acquire keeps the longer.
+	h.confirmLocked(localEnd(sentAt, lease), sentAt, h.kind.rwLayout())
 	h.watchdog = h.watchdog || watchdog
-	if h.renewing {
-		return nil // the renewal in flight re-arms the timer when it completes
-	}
 	h.stopTimerLocked()
 	return h.armLocked()
 }
 
+// localEnd is the local end of a lease that a command sent at sentAt armed on the server: when the held context is
+// cancelled with ErrLeaseExpired unless a later command is confirmed. The server counts the lease from when it ran
+// the command, which is after sentAt, so sentAt+lease is the earliest it can let another owner in; the local end is
+// slightly before that, so that the cancellation, which the timer may deliver up to a tick late, never comes after.
+// The margin is two timer ticks plus 1% of the lease (clock-rate differences between hosts are far smaller), capped
+// at a tenth of the lease for very short leases. Err does not wait for the timer: it checks the end itself.
+func localEnd(sentAt, lease time.Duration) time.Duration {
+	margin := min(2*timer.DefaultTick+lease/100, lease/10)
+	return sentAt + lease - margin
+}
+
+// expireAt is the local end of the lease (see end). Safe without the shard mutex.
+func (h *hold) expireAt() time.Duration { return time.Duration(h.end.Load()) }
+
+// confirmLocked moves the local end of the lease after a confirmed command: end is the command's localEnd, sentAt
+// when it was sent. grows says that the command never shortens the lease on the server (a read-write lock's
+// acquires, and its write renewals, keep the longest), so its end can only push the local one later.
+//
+// Commands of one hold travel on several connections, so the server may run them in another order than their
+// replies arrive: a renewal sent before a re-entry with a shorter lease may run first and be answered last, and
+// its reply must not restore the longer lease the re-entry replaced. A reply may therefore set the end (shorter or
+// longer) only when its command was sent after every reply applied so far had arrived — then it surely ran after
+// their commands. Otherwise which of them ran last is unknown, and the earlier of the two ends is kept.
+func (h *hold) confirmLocked(end, sentAt time.Duration, grows bool) {
+	cur := h.expireAt()
+	switch {
+	case grows:
+		end = max(end, cur)
+	case sentAt < h.confirmedAt:
+		end = min(end, cur)
+	}
+	h.end.Store(int64(end))
+	h.confirmedAt = max(h.confirmedAt, h.c.now())
+}
+
+// renewalGrows reports whether the hold's renewal never shortens its lease on the server: true for a write hold
+// (the read-write renewal only lengthens the lock's TTL); false for the plain layout, whose renewal sets the lease
+// to the watchdog timeout (PEXPIRE), and for read holds, whose keys it sets so too.
+func (h *hold) renewalGrows() bool { return h.kind == kindWrite }
+
+// renewalSentLocked records that a renewal of h was sent at sentAt. From now on the server may run it at any
+// moment, so where it may shorten the lease (a watchdog lock re-entered with a lease longer than the watchdog
+// timeout) the local end may no longer lie beyond what it sets; its reply confirms the end (confirmLocked).
+func (h *hold) renewalSentLocked(sentAt time.Duration) {
+	if h.renewalGrows() {
+		return
+	}
+	if end := localEnd(sentAt, h.c.cfg.WatchdogTimeout); end < h.expireAt() {
+		h.end.Store(int64(end))
+	}
+}
+
 // armLocked schedules the hold's next timer event: the next renewal (watchdog locks), or the local end of the
-// lease (lease locks), whichever comes first.
+// lease (lease locks), whichever comes first. While a renewal is in flight the timeout watches the local end only
+// (Run re-arms it until the renewal completes).
 func (h *hold) armLocked() error {
 	d := h.expireAt() - h.c.now()
 	if h.watchdog {
@@ -133,15 +186,6 @@ func (h *hold) armLocked() error {
 	}
 	h.tm = tm
 	return nil
-}
-
-// expireAt is when the held context is cancelled with ErrLeaseExpired unless a renewal was confirmed: slightly
-// before the lease can end on the server, so that the cancellation, which the timer may deliver up to a tick late,
-// never comes after another owner could have been let in. The margin is two timer ticks plus 1% of the lease
-// (clock-rate differences between hosts are far smaller), capped at a tenth of the lease for very short leases.
-func (h *hold) expireAt() time.Duration {
-	margin := min(2*timer.DefaultTick+h.lease/100, h.lease/10)
-	return h.deadline - margin
 }
 
 // stopTimerLocked cancels the hold's pending timeout, if any. A timeout that already fired is recognised as stale
@@ -228,33 +272,94 @@ func (c *Client) lost(h *hold, cause error) {
 	c.log.Warn("rlock: lock no longer held", "lock", h.name, "owner", h.owner, "cause", cause)
 }
 
-// The hold is the parent of its held context: a context.Context that is never cancelled (so WithCancelCause
-// starts no goroutine and registers nothing anywhere), carries the owner, and passes every other value lookup to
-// the acquiring context.
+// The held context. The hold is the context the acquire returns: its cancellation is the cancel context made
+// over holdValues (a standard context.WithCancelCause, so context.Cause reports why the lock went, and contexts
+// derived from it are registered with it like children of any cancel context, starting no goroutine); its Err
+// also checks the local end of the lease itself.
 
-// Deadline reports no deadline: the lease's end is reported by cancellation, with a cause.
+// Deadline reports no deadline. The lease's end is reported by cancellation, with a cause: it moves with every
+// renewal, and a context's Deadline must give the same answer on every call.
 func (h *hold) Deadline() (time.Time, bool) { return time.Time{}, false }
 
-// Done returns nil: the hold itself is never cancelled; the held context above it is.
-func (h *hold) Done() <-chan struct{} { return nil }
+// Done returns the channel closed when the lock stops being held (released, lost, expired, closed). The timer
+// closes it at the lease's local end; Err does not wait for that.
+func (h *hold) Done() <-chan struct{} { return h.ctx.Done() }
 
-// Err returns nil.
-func (h *hold) Err() error { return nil }
+// Err returns nil while the lock is held and context.Canceled once it is not (context.Cause says why). It checks
+// the local end of the lease itself, without waiting for the timer: on a starved process the timer's worker may
+// run late (the chaos runs once saw a lease-end delivered 80 ms late), and a holder that checks Err before each
+// step must never be told it holds the lock after that end ("never trust a lease past its end"). The first Err
+// that finds the end passed ends the hold as the timer would (ErrLeaseExpired). It costs a clock reading.
+// Contexts derived from the held context learn of the end by cancellation, as with Done.
+func (h *hold) Err() error {
+	if err := h.ctx.Err(); err != nil || h.c.now() < h.expireAt() {
+		return err
+	}
+	h.c.expireLate(h)
+	return h.ctx.Err()
+}
 
-// Value returns the hold for the owner key, and otherwise what the acquiring context holds. Every lock of the
-// package reads the owner from it, so a held context of any lock acquires and releases any other lock as the same
-// owner.
+// Value returns the hold for the owner key, and otherwise what the acquiring context holds (through the cancel
+// context, which answers for itself to context.Cause). Every lock of the package reads the owner from it, so a
+// held context of any lock acquires and releases any other lock as the same owner.
 func (h *hold) Value(key any) any {
 	if _, ok := key.(ownerKey); ok {
 		return h
 	}
-	return h.parent.Value(key)
+	return h.ctx.Value(key)
 }
 
 // String names the held lock, for context printing.
 func (h *hold) String() string { return "rlock.Held(" + h.name + ", " + h.owner + ")" }
 
+// expireLate ends a hold whose lease reached its local end before its timeout fired (Err found it so): what Run
+// does at that end.
+func (c *Client) expireLate(h *hold) {
+	sh := c.shard(h.name)
+	sh.mu.Lock()
+	held := h.state == holdHeld
+	expired := held && c.now() >= h.expireAt() // a renewal may have moved the end meanwhile
+	if expired {
+		c.dropLocked(sh, h)
+	}
+	sh.mu.Unlock()
+	switch {
+	case expired:
+		c.lost(h, ErrLeaseExpired)
+	case !held:
+		// Released or lost, and its cancellation (with that cause) may not have been made yet; the lease has
+		// ended all the same. The first cause given wins.
+		h.cancel(ErrLeaseExpired)
+	}
+}
+
+// holdValues is the hold seen as the parent of its cancel context: a context that is never cancelled (so
+// WithCancelCause starts no goroutine and registers nothing anywhere), carries the owner, and passes every other
+// value lookup to the acquiring context. It is the same pointer under another type: no allocation.
+type holdValues hold
+
+// Deadline reports no deadline.
+func (v *holdValues) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns nil: never cancelled.
+func (v *holdValues) Done() <-chan struct{} { return nil }
+
+// Err returns nil.
+func (v *holdValues) Err() error { return nil }
+
+// Value returns the hold for the owner key, and otherwise what the acquiring context holds.
+func (v *holdValues) Value(key any) any {
+	if _, ok := key.(ownerKey); ok {
+		return (*hold)(v)
+	}
+	return v.parent.Value(key)
+}
+
+// String names the held lock.
+func (v *holdValues) String() string { return (*hold)(v).String() }
+
 var (
 	_ context.Context = (*hold)(nil)
+	_ context.Context = (*holdValues)(nil)
 	_ timer.Task      = (*hold)(nil)
 )

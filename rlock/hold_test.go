@@ -3,6 +3,8 @@ package rlock
 import (
 	"context"
 	"errors"
+	"hash/maphash"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -11,16 +13,33 @@ import (
 
 type ctxKey struct{}
 
+// newTestHold makes a held hold of lock "n" for owner "u:1", acquired in parent, whose lease ends locally after
+// lease, on a client with no connection: enough for the held context and the shard bookkeeping.
+func newTestHold(parent context.Context, lease time.Duration) *hold {
+	c := &Client{epoch: time.Now(), seed: maphash.MakeSeed(), obs: NopObserver{}, log: slog.New(slog.DiscardHandler)}
+	for i := range c.shards {
+		c.shards[i].holds = make(map[holdKey]*hold)
+		c.shards[i].releasing = make(map[*hold]*unlockOp)
+	}
+	h := &hold{c: c, name: "n", owner: "u:1", parent: parent, state: holdHeld}
+	h.end.Store(int64(c.now() + lease))
+	h.ctx, h.cancel = context.WithCancelCause((*holdValues)(h))
+	c.shard(h.name).holds[h.key()] = h
+	return h
+}
+
 // The held context: the acquiring context's values, not its cancellation; a cause when cancelled; and contexts
 // derived from it start no goroutine (issue 5: no goroutine per lock, ever).
 func TestHeldContext(t *testing.T) {
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
-	h := &hold{name: "n", owner: "u:1", parent: parent}
-	held, cancel := context.WithCancelCause(h)
-	h.held, h.cancel = held, cancel
+	h := newTestHold(parent, time.Hour)
+	var held context.Context = h
 
 	if held.Value(ctxKey{}) != "v" {
 		t.Fatal("the acquiring context's value is not visible through the held context")
+	}
+	if held.Value(ownerKey{}) != h {
+		t.Fatal("the held context does not carry its hold as the owner")
 	}
 	cancelParent()
 	if held.Err() != nil {
@@ -31,33 +50,97 @@ func TestHeldContext(t *testing.T) {
 	}
 
 	before := runtime.NumGoroutine()
-	derived := make([]context.CancelFunc, 1000)
+	derived := make([]context.Context, 1000)
+	stops := make([]context.CancelFunc, 1000)
 	for i := range derived {
-		_, derived[i] = context.WithTimeout(held, time.Hour)
+		derived[i], stops[i] = context.WithTimeout(held, time.Hour)
 	}
 	if n := runtime.NumGoroutine(); n > before+2 {
 		t.Fatalf("deriving 1000 contexts from a held context started %d goroutines", n-before)
 	}
-	for _, stop := range derived {
-		stop()
-	}
 
-	cancel(ErrLockLost)
+	h.cancel(ErrLockLost)
 	if !errors.Is(context.Cause(held), ErrLockLost) || !errors.Is(held.Err(), context.Canceled) {
 		t.Fatalf("cause %v, err %v", context.Cause(held), held.Err())
 	}
+	select {
+	case <-held.Done():
+	default:
+		t.Fatal("Done not closed after the hold ended")
+	}
+	for i, d := range derived {
+		if !errors.Is(context.Cause(d), ErrLockLost) {
+			t.Fatalf("derived context %d: cause %v, want the hold's", i, context.Cause(d))
+		}
+	}
+	for _, stop := range stops {
+		stop()
+	}
 }
 
-func TestExpireAtIsBeforeTheServerCanLetAnotherOwnerIn(t *testing.T) {
+// localEnd lies before the server can let another owner in (sentAt+lease), by a margin that covers a late timer.
+func TestLocalEndIsBeforeTheServerCanLetAnotherOwnerIn(t *testing.T) {
 	for _, lease := range []time.Duration{time.Millisecond, 100 * time.Millisecond, 3 * time.Second, 30 * time.Second} {
-		h := &hold{lease: lease, deadline: time.Hour}
-		margin := h.deadline - h.expireAt()
+		sentAt := time.Hour
+		margin := sentAt + lease - localEnd(sentAt, lease)
 		if margin <= 0 || margin > lease/10 {
 			t.Errorf("lease %v: margin %v, want in (0, lease/10]", lease, margin)
 		}
 		if lease >= time.Second && margin < 20*time.Millisecond {
 			t.Errorf("lease %v: margin %v is less than two timer ticks", lease, margin)
 		}
+	}
+}
+
+// A reply to a command sent before another reply was applied must not lengthen the lease: the server may have run
+// it first (commands of one hold travel on several connections). Only a command sent after every applied reply
+// may set a shorter or longer end; an ever-growing one (write renewals) only pushes it later.
+func TestConfirmKeepsTheEarlierEndWhenTheOrderIsUnknown(t *testing.T) {
+	c := &Client{epoch: time.Now()} // now() stays near 0: confirmedAt moves only by the test's sentAt values
+	h := &hold{c: c}
+	h.end.Store(int64(40 * time.Second))
+	h.confirmedAt = 10 * time.Second
+
+	// A renewal sent at 5 s (before the reply applied at 10 s) answers late with a longer end: kept out.
+	h.confirmLocked(50*time.Second, 5*time.Second, false)
+	if got := h.expireAt(); got != 40*time.Second {
+		t.Fatalf("end %v after a stale longer reply, want 40s", got)
+	}
+	// The same stale reply with a shorter end wins: it may have run last.
+	h.confirmLocked(30*time.Second, 5*time.Second, false)
+	if got := h.expireAt(); got != 30*time.Second {
+		t.Fatalf("end %v after a stale shorter reply, want 30s", got)
+	}
+	// A command sent after every applied reply sets the end, longer or shorter.
+	h.confirmLocked(45*time.Second, 11*time.Second, false)
+	if got := h.expireAt(); got != 45*time.Second {
+		t.Fatalf("end %v after a fresh reply, want 45s", got)
+	}
+	h.confirmLocked(35*time.Second, 19*time.Second, false)
+	if got := h.expireAt(); got != 35*time.Second {
+		t.Fatalf("end %v after a fresh shorter reply, want 35s", got)
+	}
+	// A command that never shortens the lease only pushes the end later.
+	h.confirmLocked(31*time.Second, 25*time.Second, true)
+	if got := h.expireAt(); got != 35*time.Second {
+		t.Fatalf("end %v after a growing reply with an earlier end, want 35s", got)
+	}
+}
+
+// Err reports the lease's local end by itself, without waiting for the timer (which may run late on a starved
+// process): a holder that checks Err before each step is never told it holds the lock past that end.
+func TestHeldErrReportsTheLocalEndWithoutTheTimer(t *testing.T) {
+	h := newTestHold(context.Background(), time.Hour)
+	c := h.c
+	if h.Err() != nil {
+		t.Fatal("held context ended before its local end")
+	}
+	h.end.Store(int64(c.now())) // the local end passes; no timer is armed to report it
+	if !errors.Is(h.Err(), context.Canceled) || !errors.Is(context.Cause(h), ErrLeaseExpired) {
+		t.Fatalf("at the local end: err %v, cause %v; want Canceled with ErrLeaseExpired", h.Err(), context.Cause(h))
+	}
+	if len(c.shard(h.name).holds) != 0 {
+		t.Fatal("the expired hold is still in its shard")
 	}
 }
 

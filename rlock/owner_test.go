@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestResolveOwner(t *testing.T) {
@@ -52,9 +53,7 @@ func TestOwnerOf(t *testing.T) {
 	if id, ok := OwnerOf(WithOwner(bg, "3")); !ok || id != "3" {
 		t.Fatalf("OwnerOf(WithOwner 3) = %q, %v", id, ok)
 	}
-	h := &hold{name: "n", owner: "u:1", parent: bg}
-	held, cancel := context.WithCancelCause(h)
-	defer cancel(nil)
+	var held context.Context = newTestHold(bg, time.Hour)
 	if id, ok := OwnerOf(held); !ok || id != "u:1" {
 		t.Fatalf("OwnerOf(held) = %q, %v", id, ok)
 	}

@@ -86,14 +86,24 @@ return redis.call('pttl', KEYS[1])`
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner holds no read hold; 0 = released, the lock remains (other holds); 1 = released and the
-// lock deleted; -n = the owner holds n read holds, not the count expected: nothing changed.
-const rwReadReleaseSrc = publishLua + holdCountLua + `if c == 1 then
+// lock deleted; -n = the owner holds n read holds, not the count expected: nothing changed; {0, ms} = released, the
+// lock remains and so do n-1 read holds of the owner, the longest of which has ms milliseconds left (0 or less:
+// they all expired): each read hold has its own lease, so the client's local end of the owner's read lock moves
+// to that one's.
+const rwReadReleaseSrc = publishLua + holdCountLua + `local own = nil
+if c == 1 then
   redis.call('hdel', KEYS[1], ARGV[1])
 else
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
+  own = -2
+  for i = c - 1, 1, -1 do
+    own = math.max(own, redis.call('pttl', KEYS[3] .. ':' .. i))
+  end
 end
 redis.call('del', KEYS[3] .. ':' .. c)
 local mode = redis.call('hget', KEYS[1], 'mode')
+local kept = 0
+if own then kept = {0, own} end
 if redis.call('hlen', KEYS[1]) > 1 then
   local longest = -3
   for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
@@ -106,9 +116,9 @@ if redis.call('hlen', KEYS[1]) > 1 then
   end
   if longest > 0 then
     redis.call('pexpire', KEYS[1], longest)
-    return 0
+    return kept
   end
-  if mode == 'write' then return 0 end
+  if mode == 'write' then return kept end
 end
 redis.call('del', KEYS[1])
 redis.call(publish, KEYS[2], ARGV[3])

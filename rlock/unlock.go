@@ -32,12 +32,16 @@ type unlockOp struct {
 	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
 	lease  string        // lease re-armed by a partial release
 	sentAt time.Duration // when the attempt in flight was sent
+	// readLeft is what a read release reported of the owner's remaining read holds: the longest one's remaining
+	// lease (0 or less: none left on the server). Valid when hasReadLeft.
+	readLeft time.Duration
 
-	kind     holdKind
-	final    bool  // releases the last local hold: h is holdReleasing
-	retried  bool  // an earlier attempt may have run on the server
-	adopted  bool  // expect was corrected from the server's count once
-	attempts uint8 // retries made
+	kind        holdKind
+	hasReadLeft bool  // readLeft was reported
+	final       bool  // releases the last local hold: h is holdReleasing
+	retried     bool  // an earlier attempt may have run on the server
+	adopted     bool  // expect was corrected from the server's count once
+	attempts    uint8 // retries made
 }
 
 // unlock starts the release of one hold of kind of the lock name by owner. keys are the release script's keys,
@@ -61,7 +65,7 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 		// Cancel the renewal first (Redisson #7272): nothing renews this lock once its release has started.
 		h.state = holdReleasing
 		h.stopTimerLocked()
-		h.release = op
+		sh.releasing[h] = op
 		if kind == kindPlain {
 			if q := sh.queues[keys[1]]; q != nil {
 				op.next = q.takeForHandoffLocked()
@@ -221,6 +225,11 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		op.finish(false, op.c.mapErr(err))
 		return
 	}
+	if op.kind == kindRead && v.Type == resp.Array && len(v.Elems) == 2 && v.Elems[1].Type == resp.Integer {
+		// [0, left]: one read hold released, the owner keeps others, the longest of which lasts left ms more.
+		op.readLeft, op.hasReadLeft = time.Duration(v.Elems[1].Int)*time.Millisecond, true
+		v = v.Elems[0]
+	}
 	released, rerr, resend := op.releaseOutcome(v)
 	if resend {
 		op.send()
@@ -264,7 +273,7 @@ func (op *unlockOp) finish(released bool, err error) {
 		switch {
 		case op.final:
 			h.state = holdGone
-			h.release = nil
+			delete(sh.releasing, h)
 			if k := h.key(); sh.holds[k] == h {
 				delete(sh.holds, k)
 			}
@@ -274,9 +283,7 @@ func (op *unlockOp) finish(released bool, err error) {
 			}
 		case h.state != holdHeld:
 		case err == nil:
-			if !h.kind.rwLayout() {
-				h.deadline = op.sentAt + h.lease // the plain layout's partial release re-arms the lease
-			}
+			lostCause = op.partialReleasedLocked(released)
 		case errors.Is(err, ErrNotHeld):
 			c.dropLocked(sh, h)
 			lostCause = ErrLockLost
@@ -292,6 +299,41 @@ func (op *unlockOp) finish(released bool, err error) {
 		c.lost(h, lostCause)
 	}
 	op.p.Complete(struct{}{}, err)
+}
+
+// partialReleasedLocked records a release that left the owner holds (it was not its last local one): the local
+// end of the lease follows what the release did on the server. It returns the cause when the hold turns out to be
+// gone. Called with the shard mutex held.
+func (op *unlockOp) partialReleasedLocked(released bool) (lostCause error) {
+	c, sh, h := op.c, op.sh, op.h
+	end := h.expireAt()
+	switch {
+	case !h.kind.rwLayout():
+		// The plain layout's partial release re-arms the lease.
+		h.confirmLocked(localEnd(op.sentAt, h.lease), op.sentAt, false)
+	case h.kind != kindRead:
+		// A write release keeps the longer of the remaining and the re-armed lease: the end stands.
+	case released:
+		// The read release deleted the lock: the owner's other read holds had all expired on the server.
+		c.dropLocked(sh, h)
+		return ErrLockLost
+	case op.hasReadLeft && op.readLeft <= 0:
+		// The lock stays (other readers, or the owner's write hold), but none of the owner's read holds does.
+		c.dropLocked(sh, h)
+		return ErrLockLost
+	case op.hasReadLeft:
+		// Each read hold has its own lease: releasing the longest one (holds go newest first) leaves the owner's
+		// read lock ending with the longest that remains, sooner than the local end said.
+		h.confirmLocked(localEnd(op.sentAt, op.readLeft), op.sentAt, false)
+	}
+	if h.expireAt() < end {
+		h.stopTimerLocked()
+		if err := h.armLocked(); err != nil {
+			c.log.Warn("rlock: cannot schedule the lease check; Err still reports the lease's end",
+				"lock", h.name, "owner", h.owner, "err", err)
+		}
+	}
+	return nil
 }
 
 // mapErr turns the transport's "client closed" into this package's.

@@ -99,15 +99,7 @@ func (w *watchdog) add(h *hold, end time.Duration) {
 	}
 	if end < b.firstEnd {
 		// A renewal retried late in its lease: guard its end, not only the first one's.
-		b.mu.Lock()
-		b.firstEnd = end
-		if b.guard != nil && b.guard.Cancel() {
-			b.guard = nil
-			if tm, err := c.timer.NewTimeout(b, end-c.now()); err == nil {
-				b.guard = tm
-			}
-		}
-		b.mu.Unlock()
+		b.guardEarlier(end)
 	}
 	b.holds = append(b.holds, h)
 	full := len(b.holds) >= c.cfg.RenewBatchSize
@@ -117,6 +109,23 @@ func (w *watchdog) add(h *hold, end time.Duration) {
 	w.mu.Unlock()
 	if full {
 		b.send()
+	}
+}
+
+// guardEarlier moves the batch's guard to end when that is earlier than the end it guards.
+func (b *renewBatch) guardEarlier(end time.Duration) {
+	c := b.w.c
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if end >= b.firstEnd {
+		return
+	}
+	b.firstEnd = end
+	if b.guard != nil && b.guard.Cancel() {
+		b.guard = nil
+		if tm, err := c.timer.NewTimeout(b, end-c.now()); err == nil {
+			b.guard = tm
+		}
 	}
 }
 
@@ -169,11 +178,20 @@ func (b *renewBatch) send() {
 		b.flush = nil
 	}
 	b.mu.Unlock()
+	// Taken before the command is built: a renewal may run on the server from now on.
+	sentAt := c.now()
 	live := b.holds[:0]
+	earliest := time.Duration(-1)
 	for _, h := range b.holds {
 		sh := c.shard(h.name)
 		sh.mu.Lock()
 		ok := h.state == holdHeld && h.renewing
+		if ok {
+			h.renewalSentLocked(sentAt)
+			if end := h.expireAt(); earliest < 0 || end < earliest {
+				earliest = end
+			}
+		}
 		sh.mu.Unlock()
 		if ok {
 			live = append(live, h)
@@ -188,8 +206,8 @@ func (b *renewBatch) send() {
 		b.mu.Unlock()
 		return
 	}
+	b.guardEarlier(earliest)
 	keys, args := b.renewArgs()
-	sentAt := c.now()
 	c.conn.Eval(background, b.key.script, keys, args...).OnComplete(func(v resp.Value, err error) {
 		b.done(sentAt, v, err)
 	})
@@ -307,10 +325,7 @@ func (b *renewBatch) done(sentAt time.Duration, v resp.Value, err error) {
 		case res[i] == '1':
 			ev.Renewed++
 			h.lease = c.cfg.WatchdogTimeout
-			if end := sentAt + c.cfg.WatchdogTimeout; !h.kind.rwLayout() || end > h.deadline {
-				// The plain layout's renewal sets the lease; the read-write lock's never shortens it.
-				h.deadline = end
-			}
+			h.confirmLocked(localEnd(sentAt, c.cfg.WatchdogTimeout), sentAt, h.renewalGrows())
 			if aerr := h.armLocked(); aerr != nil {
 				c.log.Warn("rlock: cannot schedule the next renewal", "lock", h.name, "err", aerr)
 			}
