@@ -268,3 +268,37 @@ func TestRWLockInteroperatesWithARedissonLayoutWriter(t *testing.T) {
 	}
 	c.ReadWriteLock("rw").ReadLock().Unlock(held)
 }
+
+// Each read hold has its own lease. An owner that re-enters its read lock with a long lease and then releases that
+// hold keeps only the short one on the server: its held context must end with the short lease, not the long one
+// (the reply of the read release says how long the owner's remaining holds last).
+func TestRWLockReadReleaseMovesTheLocalEndToTheRemainingHold(t *testing.T) {
+	srv := startServer(t)
+	a, w := newLockClient(t, srv, 0), newLockClient(t, srv, 0)
+	ctx := ctxT(t, 10*time.Second)
+	read := a.ReadWriteLock("rw").ReadLock()
+	short, err := read.LockLease(ctx, 600*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := read.LockLease(short, 8*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := read.Unlock(long); err != nil {
+		t.Fatal(err)
+	}
+	if cause := doneCause(t, short, 2*time.Second); !errors.Is(cause, rlock.ErrLeaseExpired) {
+		t.Fatalf("held cause %v, want ErrLeaseExpired when the remaining 600 ms hold ends", cause)
+	}
+	if d := time.Since(start); d > 700*time.Millisecond {
+		t.Fatalf("held context ended %v after the release, want by the remaining hold's end (600 ms)", d)
+	}
+	// The server agrees: the lock went with the short hold, and a writer gets in.
+	held, err := w.ReadWriteLock("rw").WriteLock().TryLock(ctx, 2*time.Second, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.ReadWriteLock("rw").WriteLock().Unlock(held)
+}
