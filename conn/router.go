@@ -46,8 +46,8 @@ func refusalOf(v *resp.Value) refusal {
 	return refuseNone
 }
 
-// maxMoves bounds the MOVED and ASK redirections one command follows (the map should settle after one or two);
-// past it the last MOVED or ASK error reaches the caller.
+// maxMoves bounds the MOVED and ASK redirections one command follows between two delayed retries (the map should
+// settle after one or two); past it the last MOVED or ASK error reaches the caller.
 const maxMoves = 16
 
 // Delays of the retries after TRYAGAIN, CLUSTERDOWN, LOADING, READONLY or an unreachable node: retryMinDelay
@@ -232,6 +232,10 @@ func (rt *router) retryLater(r *resend) {
 		return
 	}
 	r.e.waits++
+	// The redirection budget is per attempt: a slot being migrated answers ASK, then TRYAGAIN after ASKING, for as
+	// long as the migration lasts, and each such cycle waits here. Counting its ASKs against maxMoves gave up after
+	// ~16 cycles (~1.4 s) instead of within RetryTimeout, which bounds the waits.
+	r.e.moves = 0
 	r.rt = rt
 	rt.mu.Lock()
 	if rt.closed {

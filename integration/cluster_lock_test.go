@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -434,28 +433,17 @@ func testClusterMigrationUnderLoad(t *testing.T, d *deployment) {
 	}
 }
 
-// knownConnBug skips a test that fails because of a conn bug described in the report of the topology work (issue
-// 7), unless LOCKSMITH_KNOWN_CONN_BUGS=1 asks to see it fail.
-func knownConnBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv("LOCKSMITH_KNOWN_CONN_BUGS") == "" {
-		t.Skip("known conn bug (set LOCKSMITH_KNOWN_CONN_BUGS=1 to run): " + bug)
-	}
-}
-
 // Releases while a slot stays open for a migration for 2 s, with one lock's key moved and the other's not. Every
 // release names two keys (the lock and its channel, which is never a key: Redisson's layout), so the servers refuse
 // both while the slot is open — TRYAGAIN from the source for the key still there; ASK from the source, then
 // TRYAGAIN from the destination after ASKING, for the key moved — until the migration ends. The releases must
-// then go through: 2 s is well within conn's RetryTimeout (5 s). Today the moved key's release fails with the ASK
-// error after about 1.4 s: conn counts each ASK of the ASK / TRYAGAIN cycle against maxMoves (16) and gives up
-// long before RetryTimeout.
+// then go through: 2 s is well within conn's RetryTimeout (5 s). (The moved key's release used to fail with the
+// ASK error after about 1.4 s: conn counted each ASK of the ASK / TRYAGAIN cycle against maxMoves and gave up
+// long before RetryTimeout.)
 func TestClusterReleaseDuringASlowMigration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: needs a six-node cluster")
 	}
-	knownConnBug(t, "conn/router.go: an ASK answered by TRYAGAIN uses up maxMoves (16 redirections, ~1.4 s) "+
-		"instead of retrying within RetryTimeout; the caller gets the ASK error")
 	d := startDeployment(t, topoCluster)
 	ctx := ctxT(t, 30*time.Second)
 	c := newLockClient(t, d, 0)
