@@ -2,10 +2,15 @@ package integration
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/internal/faultproxy"
+	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
@@ -92,6 +97,84 @@ func TestLockWaiterFindsAReleaseThatNoMessageAnnounced(t *testing.T) {
 		}
 		if err := c.Lock("lock:silent").Unlock(held); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// A TryLock's wait bounds the call even while an attempt is in flight (issue 10: every waiter ends within its
+// bound). Found by the chaos runs (partitions, latency spikes): the wait's deadline lived on the waiter's timer,
+// which was cancelled while an attempt was sent and re-armed only when it was answered, so a wait that ended
+// meanwhile lasted until the transport gave up (the response timeout and its retries). Here every request stalls
+// in a proxy once the client is connected: with a response timeout of 3 s, a wait of 300 ms must end well before
+// a second with ErrNotAcquired (an attempt answered later is released, as for a waiter whose context ended).
+func TestTryLockWaitBoundsAnAttemptInFlight(t *testing.T) {
+	for _, fenced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "fenced"}[fenced], func(t *testing.T) {
+			srv := redistest.Start(t)
+			px := faultproxy.Start(t, srv.Addr())
+			c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: px.Addr(), ResponseTimeout: 3 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			ctx := ctxT(t, 10*time.Second)
+			px.Stall(faultproxy.Upstream)
+			const wait = 300 * time.Millisecond
+			start := time.Now()
+			if fenced {
+				_, _, err = c.FencedLock("in-flight").TryLock(ctx, wait, 0)
+			} else {
+				_, err = c.Lock("in-flight").TryLock(ctx, wait, 0)
+			}
+			took := time.Since(start)
+			px.Restore()
+			if !errors.Is(err, rlock.ErrNotAcquired) {
+				t.Errorf("err = %v, want ErrNotAcquired", err)
+			}
+			if took > wait+700*time.Millisecond {
+				t.Errorf("TryLock with a wait of %v returned after %v: the wait does not bound an attempt in flight",
+					wait, took.Round(time.Millisecond))
+			}
+		})
+	}
+}
+
+// A refusal that reports a TTL of 0 (the holder's key in its last millisecond: PTTL answers 0 before the key
+// expires) still bounds the wait: the waiter tries again at once rather than waiting for a message an expiry never
+// publishes. Found by the chaos runs' lease-expiry scenario (a LockLease that never returned): a bound of 0 was
+// taken for "no bound", and about a third of such acquires hung until their context ended.
+func TestWaiterRetriesAfterARefusalWithZeroTTL(t *testing.T) {
+	srv := startServer(t)
+	c := newLockClient(t, srv, 0)
+	bg := context.Background()
+	for _, fenced := range []bool{false, true} {
+		hung := 0
+		const n = 60
+		for i := range n {
+			lock := fmt.Sprintf("zero-ttl:%v:%d", fenced, i)
+			// Another owner's lock in its last millisecond.
+			if _, err := srv.Do(bg, "HSET", lock, "7e0f1a9c-0000-4000-8000-000000000000:1", "1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.Do(bg, "PEXPIRE", lock, "1"); err != nil {
+				t.Fatal(err)
+			}
+			// The lock is free within a millisecond: 300 ms is a generous bound.
+			ctx, cancel := context.WithTimeout(bg, 300*time.Millisecond)
+			var err error
+			if fenced {
+				_, _, err = c.FencedLock(lock).LockLease(ctx, time.Second)
+			} else {
+				_, err = c.Lock(lock).LockLease(ctx, time.Second)
+			}
+			cancel()
+			if err != nil {
+				hung++
+			}
+		}
+		if hung > 0 {
+			t.Errorf("fenced=%v: %d of %d acquires of a lock that expired within 1 ms were still waiting after 300 ms",
+				fenced, hung, n)
 		}
 	}
 }

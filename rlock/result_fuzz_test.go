@@ -22,8 +22,8 @@ import (
 //   - releaseOutcome: never both released and an error, a resend only after adopting the server's count once;
 //   - intReply: a number only from an integer, an integer string, or a null (0).
 //
-// Decoders found wanting by this fuzz test and by chaos/bugs_test.go TestFencedLockRejectsAMalformedGrant (a count
-// of "0" taken for a grant; any two-element array taken for a fenced grant, with token 0) now return errors.
+// Decoders found wanting by this fuzz test and by the chaos runs (a count of "0" taken for a grant; any two-element
+// array, such as [1, "1"], taken for a fenced grant with token 0) now return errors (replies_test.go keeps them).
 //
 // Run it with: go test -run '^$' -fuzz '^FuzzScriptResults$' ./rlock
 // The seed corpus is the replies below (what the scripts answer) plus testdata/fuzz/FuzzScriptResults.
