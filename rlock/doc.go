@@ -56,8 +56,19 @@
 //   - ErrClosed: the Client was closed while the lock was held.
 //
 // Work done under the lock should use the held context (or select on its Done channel) so that it stops when the
-// lock goes. Deriving contexts from it starts no goroutine: it is a standard cancel context over a non-cancelable
-// parent.
+// lock goes. Deriving contexts from it starts no goroutine: its cancellation is a standard cancel context over a
+// non-cancelable parent. Its Err checks the lease's local end by itself, without waiting for the timer that
+// cancels it there (a starved process may run the timer late), so a holder that checks held.Err() before each
+// step is never told it holds the lock past that end; contexts derived from it learn of the end by cancellation.
+//
+// # Server restarts and persistence
+//
+// A lock lives in the server's memory. A server restarted without persistence, or with appendfsync everysec
+// (which may lose up to about a second of acknowledged writes when the process is killed), can come back without
+// locks it granted: another owner may then acquire while the first still holds its held context, until the
+// first's next renewal finds the lock gone and cancels it with ErrLockLost (within WatchdogTimeout/3), or its
+// lease ends locally. For locks that must survive a restart, run Redis with appendonly yes and appendfsync always;
+// for failovers, see Config.SyncReplicas below. The chaos tests (package chaos) check both kinds of restart.
 //
 // # Leases and the watchdog
 //
