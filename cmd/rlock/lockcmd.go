@@ -22,10 +22,7 @@ func runLock(e *env, c *common, args []string) int {
 	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
 	owner := fs.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
 	quiet := fs.Bool("q", false, "do not report a busy lock (exit 75 still says so)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	name, code, ok := nameArg(fs)
+	name, code, ok := parseNamed(fs, args)
 	if !ok {
 		return code
 	}
@@ -62,10 +59,7 @@ func runLock(e *env, c *common, args []string) int {
 func runUnlock(e *env, c *common, args []string) int {
 	fs := newFlagSet("unlock", "rlock unlock -owner UUID:N NAME", e, c)
 	owner := fs.String("owner", "", "the owner `UUID:N` whose hold to release (required)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	name, code, ok := nameArg(fs)
+	name, code, ok := parseNamed(fs, args)
 	if !ok {
 		return code
 	}

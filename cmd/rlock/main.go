@@ -188,8 +188,12 @@ func (w *waitValue) Set(s string) error {
 	return nil
 }
 
-// nameArg checks the single NAME argument of status, force-unlock, lock and unlock.
-func nameArg(fs *flag.FlagSet) (string, int, bool) {
+// parseNamed parses the flags and the single NAME argument of status, force-unlock, lock and unlock. When ok is
+// false the command exits with code (help, or a usage error already printed).
+func parseNamed(fs *flag.FlagSet, args []string) (name string, code int, ok bool) {
+	if code, ok := parseFlags(fs, args); !ok {
+		return "", code, false
+	}
 	switch {
 	case fs.NArg() == 0:
 		return "", usageError(fs, "missing lock NAME"), false

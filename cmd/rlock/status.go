@@ -12,10 +12,7 @@ import (
 // much longer. It exits 0 when the lock is held and 1 when it is free, so scripts can test it.
 func runStatus(e *env, c *common, args []string) int {
 	fs := newFlagSet("status", "rlock status NAME", e, c)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	name, code, ok := nameArg(fs)
+	name, code, ok := parseNamed(fs, args)
 	if !ok {
 		return code
 	}
@@ -64,10 +61,7 @@ func formatStatus(st lockStatus) string {
 // as Redisson's forceUnlock. It refuses to delete a key that is not a lock.
 func runForceUnlock(e *env, c *common, args []string) int {
 	fs := newFlagSet("force-unlock", "rlock force-unlock NAME", e, c)
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	name, code, ok := nameArg(fs)
+	name, code, ok := parseNamed(fs, args)
 	if !ok {
 		return code
 	}
