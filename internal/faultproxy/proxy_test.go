@@ -54,6 +54,15 @@ func (c *client) line(d time.Duration) (string, error) {
 
 // pingOnce dials addr, sends PING and reads the reply; the reset of a
 // refused connection may surface at the dial, the write or the read.
+// wantPong sends PING and requires PONG within 5 s: the connection works end to end.
+func (c *client) wantPong(t *testing.T) {
+	t.Helper()
+	c.send("PING")
+	got, err := c.line(5 * time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, "+PONG\r\n", got)
+}
+
 func pingOnce(addr string) error {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -109,10 +118,7 @@ func TestLatencyDelaysEachDirection(t *testing.T) {
 	for _, dir := range []Direction{Upstream, Downstream} {
 		p.SetLatency(dir, 150*time.Millisecond)
 		start := time.Now()
-		c.send("PING")
-		got, err := c.line(5 * time.Second)
-		require.NoError(t, err)
-		assert.Equal(t, "+PONG\r\n", got)
+		c.wantPong(t)
 		assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond, "%v latency not applied", dir)
 		p.SetLatency(dir, 0)
 	}
@@ -175,11 +181,7 @@ func TestDropAllClosesBothSides(t *testing.T) {
 	assert.Eventually(t, func() bool { return p.Active() == 0 }, 5*time.Second, 10*time.Millisecond)
 
 	// New connections work as before.
-	c2 := dial(t, p.Addr())
-	c2.send("PING")
-	got, err := c2.line(5 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, "+PONG\r\n", got)
+	dial(t, p.Addr()).wantPong(t)
 }
 
 func containsName(clientList, name string) bool {
@@ -281,11 +283,7 @@ func TestCutAfterCutsAReplyMidFrame(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "+PO", string(b))
 	p.Restore()
-	c3 := dial(t, p.Addr())
-	c3.send("PING")
-	got, err := c3.line(5 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, "+PONG\r\n", got)
+	dial(t, p.Addr()).wantPong(t)
 }
 
 func TestCutAfterUpstreamDropsAPipelineHalfway(t *testing.T) {
@@ -316,11 +314,7 @@ func TestRefuseResetsNewConnections(t *testing.T) {
 	err := pingOnce(p.Addr())
 	assert.ErrorIs(t, err, syscall.ECONNRESET, "refused connections are reset, not held")
 	p.Refuse(false)
-	c2 := dial(t, p.Addr())
-	c2.send("PING")
-	got, err := c2.line(5 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, "+PONG\r\n", got)
+	dial(t, p.Addr()).wantPong(t)
 }
 
 func TestTargetDownResetsClientAndServerRestartHeals(t *testing.T) {
@@ -334,11 +328,7 @@ func TestTargetDownResetsClientAndServerRestartHeals(t *testing.T) {
 	err = pingOnce(p.Addr())
 	assert.ErrorIs(t, err, syscall.ECONNRESET, "no target: the client is reset")
 	require.NoError(t, srv.Restart())
-	c3 := dial(t, p.Addr())
-	c3.send("PING")
-	got, err := c3.line(5 * time.Second)
-	require.NoError(t, err)
-	assert.Equal(t, "+PONG\r\n", got)
+	dial(t, p.Addr()).wantPong(t)
 }
 
 func TestCloseEndsEverything(t *testing.T) {
