@@ -12,16 +12,6 @@ import (
 // Cluster operations for the tests: slot migration by hand (the steps redis-cli --cluster reshard runs) and error
 // counters read from the servers, so a test can prove that a redirection actually happened.
 
-// nodeID returns a cluster node's ID.
-func nodeID(t testing.TB, ctx context.Context, s *redistest.Server) string {
-	t.Helper()
-	id, err := s.DoString(ctx, "CLUSTER", "MYID")
-	if err != nil {
-		t.Fatalf("CLUSTER MYID on %s: %v", s.Addr(), err)
-	}
-	return id
-}
-
 // mustDo runs an admin command and fails the test on an error.
 func mustDo(t testing.TB, ctx context.Context, s *redistest.Server, args ...string) {
 	t.Helper()
@@ -33,67 +23,53 @@ func mustDo(t testing.TB, ctx context.Context, s *redistest.Server, args ...stri
 // otherMaster returns a master other than src.
 func otherMaster(t testing.TB, ctx context.Context, cl *redistest.Cluster, src *redistest.Server) *redistest.Server {
 	t.Helper()
-	ms, err := cl.Masters(ctx)
+	m, err := cl.OtherMaster(ctx, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
-		if m != src {
-			return m
-		}
-	}
-	t.Fatal("no other master")
-	return nil
+	return m
+}
+
+// migration is a redistest.Migration whose steps fail the test on an error.
+type migration struct {
+	t   testing.TB
+	ctx context.Context
+	m   *redistest.Migration
 }
 
 // startMigration puts slot in the IMPORTING state on dst and MIGRATING on src.
-func startMigration(t testing.TB, ctx context.Context, slot int, src, dst *redistest.Server) {
+func startMigration(t testing.TB, ctx context.Context, cl *redistest.Cluster, slot int, src, dst *redistest.Server) migration {
 	t.Helper()
-	s := strconv.Itoa(slot)
-	mustDo(t, ctx, dst, "CLUSTER", "SETSLOT", s, "IMPORTING", nodeID(t, ctx, src))
-	mustDo(t, ctx, src, "CLUSTER", "SETSLOT", s, "MIGRATING", nodeID(t, ctx, dst))
-}
-
-// migrateKeys moves keys from src to dst with MIGRATE.
-func migrateKeys(t testing.TB, ctx context.Context, src, dst *redistest.Server, keys ...string) {
-	t.Helper()
-	args := []string{"MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port()), "", "0", "5000", "KEYS"}
-	if _, err := src.Do(ctx, append(args, keys...)...); err != nil {
-		t.Fatalf("MIGRATE %v: %v", keys, err)
-	}
-}
-
-// migrateSlotKeys moves every key of slot still on src to dst, and reports how many it moved.
-func migrateSlotKeys(t testing.TB, ctx context.Context, slot int, src, dst *redistest.Server) int {
-	t.Helper()
-	moved := 0
-	for {
-		keys, err := src.DoStrings(ctx, "CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), "100")
-		if err != nil {
-			t.Fatalf("GETKEYSINSLOT: %v", err)
-		}
-		if len(keys) == 0 {
-			return moved
-		}
-		migrateKeys(t, ctx, src, dst, keys...)
-		moved += len(keys)
-	}
-}
-
-// finishMigration assigns slot to dst on every master (dst first, as redis-cli does), ending the migration.
-func finishMigration(t testing.TB, ctx context.Context, cl *redistest.Cluster, slot int, src, dst *redistest.Server) {
-	t.Helper()
-	s, id := strconv.Itoa(slot), nodeID(t, ctx, dst)
-	mustDo(t, ctx, dst, "CLUSTER", "SETSLOT", s, "NODE", id)
-	mustDo(t, ctx, src, "CLUSTER", "SETSLOT", s, "NODE", id)
-	ms, err := cl.Masters(ctx)
+	m, err := cl.StartMigration(ctx, slot, src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
-		if m != src && m != dst {
-			mustDo(t, ctx, m, "CLUSTER", "SETSLOT", s, "NODE", id)
-		}
+	return migration{t, ctx, m}
+}
+
+// moveKeys moves keys from the source to the destination with MIGRATE.
+func (m migration) moveKeys(keys ...string) {
+	m.t.Helper()
+	if err := m.m.MoveKeys(m.ctx, keys...); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// moveAll moves every key of the slot still on the source, and reports how many it moved.
+func (m migration) moveAll() int {
+	m.t.Helper()
+	n, err := m.m.MoveAll(m.ctx, 100, nil)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return n
+}
+
+// finish assigns the slot to the destination on every master, ending the migration.
+func (m migration) finish() {
+	m.t.Helper()
+	if err := m.m.Finish(m.ctx); err != nil {
+		m.t.Fatal(err)
 	}
 }
 

@@ -40,9 +40,9 @@ func testPeriodicRefresh(t *testing.T, cl *redistest.Cluster) {
 	if _, err := p.Do(ctx, "SET", "{per}k", "v").Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	startMigration(t, ctx, slot, src, dst)
-	migrateSlotKeys(t, ctx, slot, src, dst)
-	finishMigration(t, ctx, cl, slot, src, dst)
+	mg := startMigration(t, ctx, cl, slot, src, dst)
+	mg.moveAll()
+	mg.finish()
 	if err := cl.WaitHealthy(ctx); err != nil { // every node reports the new owner
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func testPubSubFollowsSlot(t *testing.T, cl *redistest.Cluster, c *conn.Client) 
 		t.Fatal(err)
 	}
 	msgs.expect(t, conn.KindMessage, "one", 5*time.Second)
-	startMigration(t, ctx, slot, src, dst)
-	finishMigration(t, ctx, cl, slot, src, dst)
+	mg := startMigration(t, ctx, cl, slot, src, dst)
+	mg.finish()
 	msgs.expect(t, conn.KindResubscribed, "", 5*time.Second)
 	if chans, err := dst.DoStrings(ctx, "PUBSUB", "SHARDCHANNELS"); err != nil || !slices.Contains(chans, channel) {
 		t.Fatalf("PUBSUB SHARDCHANNELS on the new owner = %v, %v", chans, err)
@@ -158,8 +158,8 @@ func testAsk(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
 			t.Fatal(err)
 		}
 	}
-	startMigration(t, ctx, slot, src, dst)
-	migrateKeys(t, ctx, src, dst, "{ask}a")
+	mg := startMigration(t, ctx, cl, slot, src, dst)
+	mg.moveKeys("{ask}a")
 	asks := errorCount(t, ctx, src, "ASK")
 	askings := commandCount(t, ctx, dst, "asking")
 
@@ -175,8 +175,8 @@ func testAsk(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
 		t.Fatalf("the target ran ASKING %d times, want 1", got)
 	}
 
-	migrateSlotKeys(t, ctx, slot, src, dst)
-	finishMigration(t, ctx, cl, slot, src, dst)
+	mg.moveAll()
+	mg.finish()
 	moved := errorCount(t, ctx, src, "MOVED")
 	for range 3 {
 		if v, err := c.Do(ctx, "GET", "{ask}b").Get(ctx); err != nil || v.Str != "{ask}b-value" {
@@ -198,8 +198,8 @@ func testTryAgain(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
 			t.Fatal(err)
 		}
 	}
-	startMigration(t, ctx, slot, src, dst)
-	migrateKeys(t, ctx, src, dst, "{try}a")
+	mg := startMigration(t, ctx, cl, slot, src, dst)
+	mg.moveKeys("{try}a")
 
 	// Bounded by the caller's deadline.
 	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
@@ -222,8 +222,8 @@ func testTryAgain(t *testing.T, cl *redistest.Cluster, c *conn.Client) {
 		v, err, _ := f.Peek()
 		t.Fatalf("MGET completed during the split: %v, %v", v, err)
 	}
-	migrateSlotKeys(t, ctx, slot, src, dst)
-	finishMigration(t, ctx, cl, slot, src, dst)
+	mg.moveAll()
+	mg.finish()
 	v, err := f.Get(ctx)
 	if err != nil || len(v.Elems) != 2 || v.Elems[0].Str != "{try}a" || v.Elems[1].Str != "{try}b" {
 		t.Fatalf("MGET after the migration = %v, %v", v, err)
@@ -275,13 +275,13 @@ func testMigrationUnderLoad(t *testing.T, cl *redistest.Cluster, c *conn.Client)
 	}
 	waitPairs(2000)
 	asks, tries, moved := errorCount(t, ctx, src, "ASK"), errorCount(t, ctx, src, "TRYAGAIN"), errorCount(t, ctx, src, "MOVED")
-	startMigration(t, ctx, slot, src, dst)
+	mg := startMigration(t, ctx, cl, slot, src, dst)
 	migrated := 0
 	for range 5 { // keys come back as acquires create them: sweep a few times under load
-		migrated += migrateSlotKeys(t, ctx, slot, src, dst)
+		migrated += mg.moveAll()
 		waitPairs(50)
 	}
-	finishMigration(t, ctx, cl, slot, src, dst)
+	mg.finish()
 	waitPairs(2000)
 	stop.Store(true)
 	wg.Wait()

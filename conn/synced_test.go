@@ -119,9 +119,9 @@ func TestSendAndWaitFollowsMovedAsAPair(t *testing.T) {
 	if _, err := c.Do(ctx, "SET", "{sw}k", "1").Get(ctx); err != nil { // the client's map now says src
 		t.Fatal(err)
 	}
-	startMigration(t, ctx, slot, src, dst)
-	migrateSlotKeys(t, ctx, slot, src, dst)
-	finishMigration(t, ctx, cl, slot, src, dst)
+	mg := startMigration(t, ctx, cl, slot, src, dst)
+	mg.moveAll()
+	mg.finish()
 	moved, waits := errorCount(t, ctx, src, "MOVED"), commandCount(t, ctx, dst, "wait")
 
 	r, err := c.SendAndWait(ctx, conn.Cmd{Args: []string{"INCR", "{sw}k"}}, 1, time.Second).Get(ctx)

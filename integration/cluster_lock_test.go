@@ -455,34 +455,25 @@ func TestClusterReleaseDuringASlowMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := anotherMaster(t, ctx, d.cl, src)
-	s, srcID, dstID := strconv.Itoa(slot), clusterNodeID(t, ctx, src), clusterNodeID(t, ctx, dst)
-	adminDo(t, ctx, dst, "CLUSTER", "SETSLOT", s, "IMPORTING", srcID)
-	adminDo(t, ctx, src, "CLUSTER", "SETSLOT", s, "MIGRATING", dstID)
-	adminDo(t, ctx, src, "MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port()), "", "0", "5000", "KEYS", "{slow}moved")
+	mg, err := d.cl.StartMigration(ctx, slot, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mg.MoveKeys(ctx, "{slow}moved"); err != nil {
+		t.Fatal(err)
+	}
 
 	fm, fs := moved.UnlockAsync(hm), stays.UnlockAsync(hs)
 	open := time.Now()
 	finished := make(chan struct{})
 	time.AfterFunc(2*time.Second, func() { // the rest of the migration, as a slow reshard would do it
 		defer close(finished)
-		do := func(m *redistest.Server, args ...string) { // not adminDo: t.Fatal is for the test's goroutine
-			if _, err := m.Do(ctx, args...); err != nil {
-				t.Errorf("%v on %s: %v", args, m.Addr(), err)
-			}
+		err := mg.MoveKeys(ctx, "{slow}stays")
+		if err == nil {
+			err = mg.Finish(ctx)
 		}
-		do(src, "MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port()), "", "0", "5000", "KEYS", "{slow}stays")
-		ms, err := d.cl.Masters(ctx)
 		if err != nil {
-			t.Error(err)
-		}
-		order := []*redistest.Server{dst, src} // as redis-cli does: the new owner first
-		for _, m := range ms {
-			if m != dst && m != src {
-				order = append(order, m)
-			}
-		}
-		for _, m := range order {
-			do(m, "CLUSTER", "SETSLOT", s, "NODE", dstID)
+			t.Error(err) // not t.Fatal: this is not the test's goroutine
 		}
 	})
 	defer func() { <-finished }()

@@ -15,77 +15,32 @@ import (
 // Cluster operations for the topology tests: slot migration by hand (what redis-cli --cluster reshard does), and
 // MONITOR, to see exactly which commands a master ran.
 
-// clusterNodeID returns s's cluster node id (CLUSTER MYID).
-func clusterNodeID(t testing.TB, ctx context.Context, s *redistest.Server) string {
-	t.Helper()
-	id, err := s.DoString(ctx, "CLUSTER", "MYID")
-	if err != nil {
-		t.Fatalf("CLUSTER MYID on %s: %v", s.Addr(), err)
-	}
-	return id
-}
-
 // anotherMaster returns a running master other than src.
 func anotherMaster(t testing.TB, ctx context.Context, cl *redistest.Cluster, src *redistest.Server) *redistest.Server {
 	t.Helper()
-	ms, err := cl.Masters(ctx)
+	m, err := cl.OtherMaster(ctx, src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
-		if m != src {
-			return m
-		}
-	}
-	t.Fatal("no other master")
-	return nil
+	return m
 }
 
-func adminDo(t testing.TB, ctx context.Context, s *redistest.Server, args ...string) {
-	t.Helper()
-	if _, err := s.Do(ctx, args...); err != nil {
-		t.Fatalf("%s on %s: %v", strings.Join(args, " "), s.Addr(), err)
-	}
-}
-
-// migrateSlot moves slot from src to dst as redis-cli --cluster reshard does: IMPORTING on dst, MIGRATING on src,
-// MIGRATE of the slot's keys in batches until src has none left (keys created meanwhile go to dst: ASK), then the
-// slot assigned to dst on every master. between runs after each MIGRATE batch (nil: nothing). It reports how many
-// keys it moved.
+// migrateSlot moves slot from src to dst as redis-cli --cluster reshard does (redistest.Migration), MIGRATE of the
+// slot's keys in batches of 10 until src has none left; between runs after each batch (nil: nothing). It reports
+// how many keys it moved.
 func migrateSlot(t testing.TB, ctx context.Context, cl *redistest.Cluster, slot int, src, dst *redistest.Server,
 	between func()) int {
 	t.Helper()
-	s, srcID, dstID := strconv.Itoa(slot), clusterNodeID(t, ctx, src), clusterNodeID(t, ctx, dst)
-	adminDo(t, ctx, dst, "CLUSTER", "SETSLOT", s, "IMPORTING", srcID)
-	adminDo(t, ctx, src, "CLUSTER", "SETSLOT", s, "MIGRATING", dstID)
-	moved := 0
-	for {
-		keys, err := src.DoStrings(ctx, "CLUSTER", "GETKEYSINSLOT", s, "10")
-		if err != nil {
-			t.Fatalf("GETKEYSINSLOT: %v", err)
-		}
-		if len(keys) == 0 {
-			break
-		}
-		args := append([]string{"MIGRATE", "127.0.0.1", strconv.Itoa(dst.Port()), "", "0", "5000", "KEYS"}, keys...)
-		if _, err := src.Do(ctx, args...); err != nil {
-			t.Fatalf("MIGRATE %v: %v", keys, err)
-		}
-		moved += len(keys)
-		if between != nil {
-			between()
-		}
-	}
-	adminDo(t, ctx, dst, "CLUSTER", "SETSLOT", s, "NODE", dstID)
-	adminDo(t, ctx, src, "CLUSTER", "SETSLOT", s, "NODE", dstID)
-	ms, err := cl.Masters(ctx)
+	m, err := cl.StartMigration(ctx, slot, src, dst)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range ms {
-		if m != src && m != dst {
-			adminDo(t, ctx, m, "CLUSTER", "SETSLOT", s, "NODE", dstID)
-		}
+	moved, err := m.MoveAll(ctx, 10, between)
+	if err == nil {
+		err = m.Finish(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return moved
 }
