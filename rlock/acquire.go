@@ -53,6 +53,10 @@ type lockCall struct {
 	waiter
 	p  future.Promise[context.Context]
 	lo *lockObject
+	// relay is a blocking call's driver (syncLockCall): its caller's Get drives each attempt in flight, reading
+	// the reply itself over the latency lane instead of parking until an event loop has read it. Nil for an async
+	// call, whose attempts are observed with OnComplete as before. Set before the call is shared.
+	relay *future.Relay
 	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
 	// context (for its values) when the lock is granted. Its cancellation is watched by the caller's Get (sync
 	// calls) or by context.AfterFunc (async calls), never by this struct.
@@ -65,6 +69,30 @@ type lockCall struct {
 	// syncMisses counts the call's grants that too few replicas acknowledged (Config.SyncReplicas), each given
 	// back. Touched only by the chain reply -> release -> retry, one step at a time.
 	syncMisses uint8
+}
+
+// syncLockCall is the lockCall of a blocking call with the Relay its caller's Get drives (lockCall.relay points
+// at it): one allocation per call still, and async calls, which need no relay, do not carry it.
+//
+// Why: a sequential Lock+Unlock parked twice on futures an event loop completed, and waking a parked goroutine
+// from an event-loop thread costs 10-60 µs on these VMs (package conn, "Latency lane"). With the relay the
+// caller's Get reads each reply itself: sequential Lock+Unlock p50 106 µs vs 192 µs in the scratch experiment
+// of future's commit e110a8c (see BenchmarkW1, G=1, for this package's figures).
+type syncLockCall struct {
+	lockCall
+	steps future.Relay
+}
+
+// newLockCall allocates a call: a blocking one carries the Relay its Get drives, set as its future's
+// driver before the future is shared.
+func newLockCall(blocking bool) *lockCall {
+	if !blocking {
+		return &lockCall{}
+	}
+	s := &syncLockCall{}
+	s.relay = &s.steps
+	s.p.SetDriver(&s.steps)
+	return &s.lockCall
 }
 
 // acquire validates an acquire call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch
@@ -91,7 +119,9 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	if err != nil {
 		return fail(err)
 	}
-	lc := &lockCall{lo: lo, ctx: ctx, owner: own.id, fresh: own.fresh, lease: lease}
+	// A blocking call (watch false: its Get watches ctx) drives its attempts itself.
+	lc := newLockCall(!watch)
+	lc.lo, lc.ctx, lc.owner, lc.fresh, lc.lease = lo, ctx, own.id, own.fresh, lease
 	lc.init(c, lo.sh, lc, wait)
 	if lease == 0 {
 		lc.watchdog, lc.lease = true, c.cfg.WatchdogTimeout
@@ -196,19 +226,27 @@ func (lc *lockCall) channel() string {
 	return lc.lo.rules.channel(lc)
 }
 
-// send sends one acquire attempt (state wAttempting). Called without the shard mutex. It is the one place every
-// acquire of every kind goes out, so with Config.SyncReplicas every attempt is followed by WAIT (replication.go).
+// send sends one acquire attempt (state wAttempting). Called without the shard mutex, from any goroutine: the
+// caller's, an event loop's or a driving Get's (a reply's callback), the timer's worker, a pub/sub handler. It is
+// the one place every acquire of every kind goes out, so with Config.SyncReplicas every attempt is followed by
+// WAIT (replication.go).
+//
+// A blocking call's attempt becomes the step its relay forwards to (future.Follow): its caller's Get drives it
+// when the Get is driving or has not begun, and once that Get has parked (the call waits for a message or its
+// timer) the relay marks the attempt unattended, so that the transport reads the reply by itself. Either way the
+// reply is read exactly once and the callback registered once.
 func (lc *lockCall) send() {
 	if lc.c.synced() {
 		lc.sendSynced()
 		return
 	}
 	if lc.lo.rules == nil {
-		lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner).OnComplete(lc.onPlainReply)
+		future.Follow(lc.relay, lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
+			lc.onPlainReply)
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
-	lc.c.conn.Eval(background, s, keys, args...).OnComplete(lc.onReply)
+	future.Follow(lc.relay, lc.c.conn.Eval(background, s, keys, args...), lc.onReply)
 }
 
 func (lc *lockCall) onPlainReply(v resp.Value, err error) {

@@ -86,8 +86,7 @@ func (l *Lock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *fut
 // not hold the lock (another owner does, or it expired or was force-unlocked: the held context then also has
 // cause ErrLockLost), ErrClosed, an *ArgumentError, or a transport error. Safe for concurrent use.
 func (l *Lock) Unlock(held context.Context) error {
-	_, err := l.UnlockAsync(held).Get(background)
-	return err
+	return l.unlockSync(held, "Unlock")
 }
 
 // UnlockAsync is the asynchronous form of Unlock. The renewal is cancelled before it returns.
@@ -95,9 +94,20 @@ func (l *Lock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 	return l.unlock(held, "Unlock")
 }
 
-// unlock releases one hold of the lock by held's owner (every kind of lock but the read-write lock's halves,
-// which name their own).
+// unlockSync is a blocking Unlock of any kind of lock: unlock, with the release's replies read by this call's own
+// Get (see syncUnlockOp), which waits for the server's answer whatever held's state.
+func (lo *lockObject) unlockSync(held context.Context, op string) error {
+	_, err := lo.release(held, op, true).Get(background)
+	return err
+}
+
+// unlock releases one hold of the lock by held's owner for an async call (every kind of lock's UnlockAsync).
 func (lo *lockObject) unlock(held context.Context, op string) *future.Future[struct{}] {
+	return lo.release(held, op, false)
+}
+
+// release starts the release of one hold of the lock by held's owner; blocking: see Client.unlock.
+func (lo *lockObject) release(held context.Context, op string, blocking bool) *future.Future[struct{}] {
 	c := lo.c
 	if err := lo.check(op); err != nil {
 		return future.Completed(struct{}{}, err)
@@ -113,5 +123,5 @@ func (lo *lockObject) unlock(held context.Context, op string) *future.Future[str
 	if lo.kind == kindPlain {
 		keys = lo.keys
 	}
-	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id)
+	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id, blocking)
 }

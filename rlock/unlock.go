@@ -28,6 +28,9 @@ type unlockOp struct {
 	owner string    // <clientUUID>:<ownerID>
 	h     *hold     // the local hold, nil when this client records none for the owner
 	next  *lockCall // hand-off target (state wGranting), or nil
+	// relay is a blocking Unlock's driver (syncUnlockOp): its Get drives each attempt (a resend after a corrected
+	// count or a transport failure included). Nil for UnlockAsync and the package's own releases.
+	relay *future.Relay
 
 	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
 	lease  string        // lease re-armed by a partial release
@@ -44,13 +47,31 @@ type unlockOp struct {
 	attempts    uint8 // retries made
 }
 
+// syncUnlockOp is the unlockOp of a blocking Unlock with the Relay its Get drives (unlockOp.relay points at it),
+// so that a sequential caller reads the release's reply itself (see syncLockCall).
+type syncUnlockOp struct {
+	unlockOp
+	steps future.Relay
+}
+
 // unlock starts the release of one hold of kind of the lock name by owner. keys are the release script's keys,
-// or nil to derive them from the kind. It does not block.
-func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string) *future.Future[struct{}] {
+// or nil to derive them from the kind. blocking says that the caller waits with Get on the returned future at once
+// (a blocking Unlock): the release's replies are then left to that Get (syncUnlockOp). It does not block.
+func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string,
+	blocking bool) *future.Future[struct{}] {
 	if keys == nil {
 		keys = c.releaseKeys(kind, name, owner)
 	}
-	op := &unlockOp{c: c, sh: sh, kind: kind, owner: owner, keys: keys}
+	var op *unlockOp
+	if blocking {
+		s := &syncUnlockOp{}
+		s.relay = &s.steps
+		s.p.SetDriver(&s.steps)
+		op = &s.unlockOp
+	} else {
+		op = &unlockOp{}
+	}
+	op.c, op.sh, op.kind, op.owner, op.keys = c, sh, kind, owner, keys
 	sh.mu.Lock()
 	h := sh.holds[holdKey{name, kind.field(owner)}]
 	switch {
@@ -84,7 +105,7 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner).OnComplete(func(_ struct{}, err error) {
+	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, false).OnComplete(func(_ struct{}, err error) {
 		if err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
 				"lock", h.name, "owner", h.owner, "err", err)
@@ -144,6 +165,10 @@ func (c *Client) leaseArg(d time.Duration) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
+// send sends one release attempt: the first, a resend with a corrected count (from the reply's callback) or a
+// retry after a transport failure (from the timer's worker). A blocking Unlock's attempt is the step its relay
+// forwards to (future.Follow): the Get drives it, or, once that Get has parked, the relay marks it unattended and
+// the transport reads the reply by itself; the reply is read once and the callback registered once either way.
 func (op *unlockOp) send() {
 	c := op.c
 	op.sentAt = c.now()
@@ -151,16 +176,16 @@ func (op *unlockOp) send() {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
 		if op.next != nil {
-			c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease, unlockMessage, op.next.owner,
-				op.next.leaseArg()).OnComplete(op.onHandoff)
+			future.Follow(op.relay, c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease,
+				unlockMessage, op.next.owner, op.next.leaseArg()), op.onHandoff)
 			return
 		}
-		c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease, unlockMessage, c.pub).
-			OnComplete(op.onRelease)
+		future.Follow(op.relay, c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+			unlockMessage, c.pub), op.onRelease)
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
-	c.conn.Eval(background, s, keys, args...).OnComplete(op.onRelease)
+	future.Follow(op.relay, c.conn.Eval(background, s, keys, args...), op.onRelease)
 }
 
 // retry resends the release after a transport failure when that is safe: always when it was never sent, and after
