@@ -16,18 +16,47 @@ import (
 	"github.com/locksmith-go/locksmith/bench/workload"
 )
 
-// Ceiling method (the one of BENCHMARKS.md in the project's shared notes):
+// Ceiling method (the one of BENCHMARKS.md in the project's shared notes, on
+// rlock's own plain-lock scripts, workload.AcquireScript and ReleaseScript):
 // redis-benchmark from 50 connections sends EVALSHA of the acquire script on
-// lock:__rand_int__ (-r 100000), then, with the same depth and -n, EVALSHA of
-// the release script (so most calls find a held lock: hexists, hincrby -1,
-// then pexpire or del+publish). -n is sized from a short calibration run to
-// take about the configured time. A run during which other processes used
-// more than -other-max cores is retried (twice at most).
+// lock:__rand_int__ with the arguments rlock sends (lease, owner), then, with
+// the same depth, -n and key space, EVALSHA of the release script with rlock's
+// arguments (owner, expected hold count 1, lease, unlock message "0", publish
+// command "publish"). -n is sized from a short calibration run to take about
+// the configured time. A run during which other processes used more than
+// -other-max cores is retried (twice at most).
+//
+// Keys are random (redis-benchmark has nothing else), so the release run meets
+// every case the script handles: a lock held once (hget, del, publish: rlock's
+// uncontended release), a lock the acquire run took twice or more (hget, then
+// the count-mismatch reply, nothing changed) and no lock (hget, nil). With n
+// draws over K keys, a release finds a lock held once and releases it with
+// share e^-λ(1-e^-λ), λ = n/K, at most 1/4 at λ = ln 2: the key space is
+// 1.5 n for that (λ = 2/3, 25%). The release run records how many locks it
+// really released (DBSIZE before minus after), so the report says what the
+// release rate is made of; the acquire run is mostly first acquisitions
+// (exists, hincrby, pexpire), the rest re-entries of the same cost.
 const (
 	ceilingClients = 50
-	ceilingRandom  = "100000"
+	ceilingCalKeys = 100000 // key space of the calibration run
 	ceilingOwner   = "bench-ceiling:1"
+	ceilingKey     = "lock:__rand_int__"
 )
+
+// ceilingCommand returns redis-benchmark's command for test (ACQUIRE or
+// RELEASE): EVALSHA of rlock's script with the keys and arguments rlock sends.
+func ceilingCommand(test string, lease time.Duration) []string {
+	ms := strconv.FormatInt(lease.Milliseconds(), 10)
+	s, keys, args := workload.AcquireScript, []string(nil), []string(nil)
+	if test == "ACQUIRE" {
+		keys, args = workload.AcquireArgs(ceilingKey, ms, ceilingOwner)
+	} else {
+		s = workload.ReleaseScript
+		keys, args = workload.ReleaseArgs(ceilingKey, ms, ceilingOwner)
+	}
+	cmd := append([]string{"EVALSHA", s.SHA, strconv.Itoa(len(keys))}, keys...)
+	return append(cmd, args...)
+}
 
 var ceilingPipelines = []int{1, 16}
 
@@ -45,33 +74,32 @@ func (r *runner) measureCeiling(ctx context.Context) report.Ceiling {
 		c.Error = err.Error()
 		return c
 	}
-	shas := map[string]string{}
-	for name, s := range map[string]*workload.Script{"ACQUIRE": workload.AcquireScript, "RELEASE": workload.ReleaseScript} {
-		sha, err := r.admin.String(ctx, "SCRIPT", "LOAD", s.Src)
+	// Load rlock's scripts; the server must name them by the SHA-1 the
+	// library sends (EVALSHA of anything else would measure another script).
+	for _, sc := range []*workload.Script{workload.AcquireScript, workload.ReleaseScript} {
+		sha, err := r.admin.String(ctx, "SCRIPT", "LOAD", sc.Src)
 		if err != nil {
 			c.Error = fmt.Sprintf("SCRIPT LOAD: %v", err)
 			return c
 		}
-		shas[name] = sha
-	}
-	lease := strconv.FormatInt((30 * time.Second).Milliseconds(), 10)
-	argsFor := func(test string) []string {
-		if test == "ACQUIRE" {
-			return []string{"EVALSHA", shas[test], "1", "lock:__rand_int__", lease, ceilingOwner}
+		if sha != sc.SHA {
+			c.Error = fmt.Sprintf("SCRIPT LOAD of %s: server SHA %s, rlock's %s", sc.Name, sha, sc.SHA)
+			return c
 		}
-		return []string{"EVALSHA", shas[test], "2", "lock:__rand_int__", "redisson_lock__channel:{lock:__rand_int__}",
-			"0", lease, ceilingOwner}
 	}
+	lease := 30 * time.Second
+	argsFor := func(test string) []string { return ceilingCommand(test, lease) }
 	for _, p := range ceilingPipelines {
 		r.ui.step(fmt.Sprintf("ceiling P%d", p))
 		// Calibrate: a short acquire run gives the rate to size -n from.
 		calN := 20000 * p
-		cal, err := r.benchmarkRun(ctx, bin, host, port, p, calN, argsFor("ACQUIRE"))
+		cal, err := r.benchmarkRun(ctx, bin, host, port, p, calN, ceilingCalKeys, argsFor("ACQUIRE"))
 		if err != nil {
 			c.Error = err.Error()
 			return c
 		}
 		n := max(int(cal.PerSec*r.o.ceilingDur.Seconds()), 1000)
+		keys := n + n/2
 		r.flush(ctx)
 		for _, test := range []string{"ACQUIRE", "RELEASE"} {
 			var best *report.CeilingRun
@@ -82,10 +110,14 @@ func (r *runner) measureCeiling(ctx context.Context) report.Ceiling {
 					r.flush(ctx)
 				}
 				r.waitQuiet(ctx)
-				run, err := r.benchmarkRun(ctx, bin, host, port, p, n, argsFor(test))
+				before := r.dbsize(ctx)
+				run, err := r.benchmarkRun(ctx, bin, host, port, p, n, keys, argsFor(test))
 				if err != nil {
 					c.Error = err.Error()
 					return c
+				}
+				if after := r.dbsize(ctx); test == "RELEASE" && before >= 0 && after >= 0 {
+					run.Released = before - after // each deleted lock is one full release
 				}
 				if best == nil || run.OtherCPU < best.OtherCPU {
 					best = &run
@@ -110,12 +142,21 @@ func (r *runner) measureCeiling(ctx context.Context) report.Ceiling {
 	return c
 }
 
+// dbsize returns the number of keys on the server, or -1 when DBSIZE fails.
+func (r *runner) dbsize(ctx context.Context) int {
+	v, err := r.admin.Do(ctx, "DBSIZE")
+	if n, ok := v.(int64); ok && err == nil {
+		return int(n)
+	}
+	return -1
+}
+
 // benchmarkRun runs redis-benchmark once and measures the server, the tool and
 // the machine while it runs.
-func (r *runner) benchmarkRun(ctx context.Context, bin, host, port string, pipeline, n int, command []string) (report.CeilingRun, error) {
-	run := report.CeilingRun{Pipeline: pipeline, N: n}
+func (r *runner) benchmarkRun(ctx context.Context, bin, host, port string, pipeline, n, keys int, command []string) (report.CeilingRun, error) {
+	run := report.CeilingRun{Pipeline: pipeline, N: n, KeySpace: keys}
 	args := append([]string{"-h", host, "-p", port, "-c", strconv.Itoa(ceilingClients), "-n", strconv.Itoa(n),
-		"-r", ceilingRandom, "-P", strconv.Itoa(pipeline), "--csv"}, command...)
+		"-r", strconv.Itoa(keys), "-P", strconv.Itoa(pipeline), "--csv"}, command...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

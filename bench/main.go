@@ -62,8 +62,8 @@ const usageText = `usage: go run ./bench [flags]
 
 Runs the lock workloads for locksmith ("ours") and the peer libraries, each
 case in its own process, against an embedded redis-server (or -addr), next to
-the server's own ceiling (redis-benchmark EVALSHA of the lock scripts), and
-prints a table; -json and -html write the report.
+the server's own ceiling (redis-benchmark EVALSHA of rlock's own lock scripts),
+and prints a table; -json and -html write the report.
 
 Workloads: w1 uncontended pairs (G = 1, 64, 1024), w2 contended (64
 goroutines on 1 and 16 keys), w3 N watchdog-held locks, w4 hand-off latency

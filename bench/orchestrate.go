@@ -18,8 +18,10 @@ import (
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
-// scriptsLabel names the scripts the ceiling and the raw baselines use.
-const scriptsLabel = "Redisson-style acquire/release (bench/workload/scripts.go)"
+// scriptsLabel names the scripts the ceiling and the raw baselines use: the
+// library's own plain-lock scripts, with their SHA-1s.
+var scriptsLabel = fmt.Sprintf("rlock's own %s (SHA-1 %s) and %s (SHA-1 %s), as the library sends them",
+	workload.AcquireScript.Name, workload.AcquireScript.SHA, workload.ReleaseScript.Name, workload.ReleaseScript.SHA)
 
 // run is the orchestrator: it returns the process exit code (0 when the
 // report was produced, 1 on a fatal error, 2 on bad flags).

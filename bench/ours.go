@@ -9,6 +9,7 @@ import (
 
 	"github.com/locksmith-go/locksmith/bench/workload"
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
@@ -158,9 +159,10 @@ var (
 	_ workload.Async            = (*oursLib)(nil)
 )
 
-// oursConn is the raw baseline on locksmith's conn package: the workload's
-// Redisson-style scripts by conn.Client.Eval (EVALSHA), subscriptions by
-// conn.Client.Subscribe. It isolates the transport from rlock.
+// oursConn is the raw baseline on locksmith's conn package: rlock's own lock
+// scripts (workload.AcquireScript, ReleaseScript) by conn.Client.Eval
+// (EVALSHA), subscriptions by conn.Client.Subscribe. It isolates the transport
+// from rlock's client logic.
 type oursConn struct {
 	c       *conn.Client
 	scripts map[*workload.Script]*conn.Script
@@ -181,16 +183,20 @@ func newOursConn(_ context.Context, cfg workload.Config) (workload.Library, erro
 	return workload.NewRawLock(t, cfg.Lease), nil
 }
 
-func (t *oursConn) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (int64, bool, error) {
+func (t *oursConn) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (workload.Reply, error) {
 	v, err := t.c.Eval(ctx, t.scripts[s], keys, args...).Get(ctx)
-	if err != nil {
-		return 0, false, err
+	switch {
+	case err != nil:
+		return workload.Reply{}, err
+	case v.Null:
+		return workload.Reply{Kind: workload.ReplyNil}, nil
 	}
-	if v.Null {
-		return 0, true, nil
+	kind := workload.ReplyInt
+	if v.Type == resp.BulkString {
+		kind = workload.ReplyBulk
 	}
 	n, err := v.AsInt64()
-	return n, false, err
+	return workload.Reply{Kind: kind, N: n}, err
 }
 
 func (t *oursConn) Subscribe(ctx context.Context, channel string, onMessage func()) (func(), error) {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -50,7 +52,8 @@ func (h *cmdCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 var _ redis.Hook = (*cmdCount)(nil)
 
-// goredisTransport runs the raw baseline on go-redis.
+// goredisTransport runs the raw baseline on go-redis: rlock's own lock scripts
+// by EVALSHA (Script.Run).
 type goredisTransport struct {
 	c *redis.Client
 	*cmdCount
@@ -69,16 +72,26 @@ func newRawGoredis(ctx context.Context, cfg workload.Config) (workload.Library, 
 	return workload.NewRawLock(t, cfg.Lease), nil
 }
 
-func (t *goredisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (int64, bool, error) {
+func (t *goredisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (workload.Reply, error) {
 	av := make([]any, len(args))
 	for i, a := range args {
 		av[i] = a
 	}
-	n, err := t.scripts[s].Run(ctx, t.c, keys, av...).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, true, nil
+	v, err := t.scripts[s].Run(ctx, t.c, keys, av...).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return workload.Reply{Kind: workload.ReplyNil}, nil
+	case err != nil:
+		return workload.Reply{}, err
 	}
-	return n, false, err
+	switch v := v.(type) {
+	case int64:
+		return workload.Reply{Kind: workload.ReplyInt, N: v}, nil
+	case string:
+		n, err := strconv.ParseInt(v, 10, 64)
+		return workload.Reply{Kind: workload.ReplyBulk, N: n}, err
+	}
+	return workload.Reply{}, fmt.Errorf("goredis: unexpected script reply %T %v", v, v)
 }
 
 // Subscribe uses one go-redis PubSub (its own connection) per channel, and

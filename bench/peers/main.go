@@ -18,7 +18,7 @@
 //	rueidislock          rueidislock, KeyMajority 1, NoLoopTracking (its README's settings for one Redis >= 7.0.5)
 //	rueidislock:loop     rueidislock without NoLoopTracking
 //	rueidislock:1s       rueidislock with TryNextAfter 1 s
-//	rueidis              raw rueidis: Redisson-style scripts by EVALSHA, waiting on the unlock channel
+//	rueidis              raw rueidis: rlock's own lock scripts by EVALSHA, waiting on the unlock channel
 //	goredis              raw go-redis: the same on go-redis
 package main
 

@@ -35,7 +35,7 @@ func (c countingClient) Receive(ctx context.Context, subscribe rueidis.Completed
 }
 
 // rueidisTransport runs the raw baseline on rueidis with its defaults
-// (auto-pipelining).
+// (auto-pipelining): rlock's own lock scripts by EVALSHA (Lua.Exec).
 type rueidisTransport struct {
 	c       countingClient
 	scripts map[*workload.Script]*rueidis.Lua
@@ -55,12 +55,20 @@ func newRawRueidis(ctx context.Context, cfg workload.Config) (workload.Library, 
 
 func (t *rueidisTransport) Commands() (uint64, bool) { return t.c.n.Load(), true }
 
-func (t *rueidisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (int64, bool, error) {
-	n, err := t.scripts[s].Exec(ctx, t.c, keys, args).AsInt64()
-	if rueidis.IsRedisNil(err) {
-		return 0, true, nil
+func (t *rueidisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (workload.Reply, error) {
+	m, err := t.scripts[s].Exec(ctx, t.c, keys, args).ToMessage()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return workload.Reply{Kind: workload.ReplyNil}, nil
+	case err != nil:
+		return workload.Reply{}, err
 	}
-	return n, false, err
+	kind := workload.ReplyInt
+	if m.IsString() {
+		kind = workload.ReplyBulk
+	}
+	n, err := m.AsInt64()
+	return workload.Reply{Kind: kind, N: n}, err
 }
 
 // Subscribe runs client.Receive (rueidis' pub/sub) in a goroutine until

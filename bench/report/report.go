@@ -67,9 +67,14 @@ type Ceiling struct {
 
 // CeilingRun is one redis-benchmark run.
 type CeilingRun struct {
-	Test      string  `json:"test"` // ACQUIRE or RELEASE
-	Pipeline  int     `json:"pipeline"`
-	N         int     `json:"n"`
+	Test     string `json:"test"` // ACQUIRE or RELEASE
+	Pipeline int    `json:"pipeline"`
+	N        int    `json:"n"`
+	KeySpace int    `json:"key_space"` // -r: keys drawn from
+	// Released counts the locks a RELEASE run deleted (each a full release:
+	// del and publish); its other calls found a lock re-entered (count
+	// mismatch) or none.
+	Released  int     `json:"released,omitempty"`
 	PerSec    float64 `json:"per_sec"`
 	AvgMs     float64 `json:"avg_ms"`
 	P50Ms     float64 `json:"p50_ms"`

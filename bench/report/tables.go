@@ -92,20 +92,30 @@ func ofCeiling(ops float64, c Ceiling) string {
 
 func ceilingTable(c Ceiling) Table {
 	t := Table{ID: "ceiling", Title: "Server ceiling (redis-benchmark EVALSHA, loopback)",
-		Headers: []string{"test", "pipeline", "ops/s", "p50", "p99", "server CPU", "redis-benchmark CPU", "other CPU", "n"}}
+		Headers: []string{"test", "pipeline", "ops/s", "p50", "p99", "server CPU", "redis-benchmark CPU", "other CPU", "n", "keys", "released"}}
 	if c.Error != "" {
 		t.Note = c.Error
 		return t
 	}
 	t.Note = fmt.Sprintf("%d connections, scripts: %s. One lock+unlock pair costs one ACQUIRE and one RELEASE: "+
-		"the pair ceiling at P%d is %s pairs/s (1/(1/acquire+1/release)); ÷ceiling columns divide by it.",
+		"the pair ceiling at P%d is %s pairs/s (1/(1/acquire+1/release)); ÷ceiling columns divide by it. "+
+		"Keys are random: released = the share of RELEASE calls that found a lock held once and released it "+
+		"(del+publish); the others found it re-entered (count mismatch, nothing changed) or found none.",
 		c.Clients, c.Scripts, c.Pipeline, count(c.PairsPerSec))
 	for _, r := range c.Runs {
 		t.Rows = append(t.Rows, []string{r.Test, fmt.Sprintf("P%d", r.Pipeline), count(r.PerSec),
 			ms(r.P50Ms), ms(r.P99Ms), cores(r.ServerCPU), cores(r.ToolCPU), other(r.OtherCPU, r.Disturbed),
-			fmt.Sprint(r.N)})
+			fmt.Sprint(r.N), fmt.Sprint(r.KeySpace), releasedShare(r)})
 	}
 	return t
+}
+
+// releasedShare is the share of a RELEASE run's calls that released a lock.
+func releasedShare(r CeilingRun) string {
+	if r.Test != "RELEASE" || r.N <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(r.Released)/float64(r.N))
 }
 
 func pairsTable(w string, recs []workload.Record, c Ceiling) Table {

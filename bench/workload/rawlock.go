@@ -16,9 +16,10 @@ import (
 // what the raw baselines need from rueidis, go-redis or our conn package.
 // Every method is safe for concurrent use.
 type Transport interface {
-	// Eval runs s with EVALSHA (EVAL on NOSCRIPT) and returns its integer
-	// reply, or isNil for a nil reply. It blocks, bounded by ctx.
-	Eval(ctx context.Context, s *Script, keys []string, args ...string) (n int64, isNil bool, err error)
+	// Eval runs s with EVALSHA (EVAL on NOSCRIPT) and returns its reply: nil,
+	// an integer, or a bulk string holding an integer. It blocks, bounded by
+	// ctx.
+	Eval(ctx context.Context, s *Script, keys []string, args ...string) (Reply, error)
 	// Subscribe subscribes to channel and returns once the server confirmed
 	// it; onMessage is called for every message (it must not block) until
 	// unsubscribe is called. It blocks, bounded by ctx.
@@ -27,15 +28,31 @@ type Transport interface {
 	Close() error
 }
 
+// Reply is a lock script's reply as a Transport decodes it.
+type Reply struct {
+	Kind ReplyKind
+	N    int64 // the integer, or the bulk string's value (Kind ReplyBulk)
+}
+
+// ReplyKind tells the lock scripts' reply types apart.
+type ReplyKind uint8
+
+// The reply kinds of the lock scripts.
+const (
+	ReplyNil  ReplyKind = iota // nil bulk string
+	ReplyInt                   // integer
+	ReplyBulk                  // bulk string holding an integer
+)
+
 // ErrNotOwner is returned by a raw baseline's Unlock when the server did not
 // show the lock as held by this owner (expired or taken over).
 var ErrNotOwner = errors.New("workload: unlock: the lock is not held by this owner")
 
 // RawLock is the raw baselines' lock: Redisson's protocol written directly on
-// a Transport (acquire script; when held by another owner, subscribe to the
-// unlock channel before retrying, and wait for an unlock message or the
-// holder's remaining TTL; release script publishing the unlock message). It
-// implements Library. Its uncontended path is exactly one EVALSHA to acquire
+// a Transport with rlock's own scripts and arguments (acquire script; when
+// held by another owner, subscribe to the unlock channel before retrying, and
+// wait for an unlock message or the holder's remaining TTL; release script,
+// expecting one hold, publishing the unlock message). It implements Library. Its uncontended path is exactly one EVALSHA to acquire
 // and one to release, which is what the raw transport comparison measures.
 type RawLock struct {
 	t       Transport
@@ -78,13 +95,10 @@ type rawHeld struct {
 // Lock acquires name for a new owner, waiting as Redisson does.
 func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
 	owner := l.id + ":" + strconv.FormatUint(l.next.Add(1), 10)
-	keys := []string{name}
-	ttl, isNil, err := l.t.Eval(ctx, AcquireScript, keys, l.leaseMs, owner)
-	if err != nil {
-		return nil, err
-	}
-	if isNil {
-		return &rawHeld{l: l, name: name, owner: owner}, nil
+	keys, args := AcquireArgs(name, l.leaseMs, owner)
+	ttl, granted, err := l.acquire(ctx, keys, args)
+	if err != nil || granted {
+		return l.held(name, owner, err)
 	}
 	sub, err := l.subscribe(ctx, UnlockChannel(name))
 	if err != nil {
@@ -93,12 +107,9 @@ func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
 	defer l.unsubscribe(UnlockChannel(name), sub)
 	var timer *time.Timer
 	for {
-		ttl, isNil, err = l.t.Eval(ctx, AcquireScript, keys, l.leaseMs, owner)
-		if err != nil {
-			return nil, err
-		}
-		if isNil {
-			return &rawHeld{l: l, name: name, owner: owner}, nil
+		ttl, granted, err = l.acquire(ctx, keys, args)
+		if err != nil || granted {
+			return l.held(name, owner, err)
 		}
 		wait := time.Duration(max(ttl, 1)) * time.Millisecond
 		if timer == nil {
@@ -114,6 +125,29 @@ func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// acquire runs the acquire script once: granted (a bulk string: the hold
+// count), or refused with the holder's PTTL.
+func (l *RawLock) acquire(ctx context.Context, keys, args []string) (ttl int64, granted bool, err error) {
+	r, err := l.t.Eval(ctx, AcquireScript, keys, args...)
+	switch {
+	case err != nil:
+		return 0, false, err
+	case r.Kind == ReplyBulk && r.N == 1:
+		return 0, true, nil
+	case r.Kind == ReplyInt:
+		return r.N, false, nil
+	}
+	// A fresh owner always gets hold count 1; anything else is a bug here.
+	return 0, false, fmt.Errorf("workload: acquire replied %+v, want hold count 1 or a PTTL", r)
+}
+
+func (l *RawLock) held(name, owner string, err error) (Held, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &rawHeld{l: l, name: name, owner: owner}, nil
 }
 
 // subscribe takes a reference on channel's subscription, subscribing first
@@ -170,16 +204,19 @@ func (l *RawLock) unsubscribe(channel string, s *rawSub) {
 	}
 }
 
-// Unlock runs the release script.
+// Unlock runs the release script, expecting the one hold Lock took.
 func (h *rawHeld) Unlock(ctx context.Context) error {
-	_, isNil, err := h.l.t.Eval(ctx, ReleaseScript, []string{h.name, UnlockChannel(h.name)}, "0", h.l.leaseMs, h.owner)
-	if err != nil {
+	keys, args := ReleaseArgs(h.name, h.l.leaseMs, h.owner)
+	r, err := h.l.t.Eval(ctx, ReleaseScript, keys, args...)
+	switch {
+	case err != nil:
 		return err
-	}
-	if isNil {
+	case r.Kind == ReplyInt && r.N == 1:
+		return nil
+	case r.Kind == ReplyNil:
 		return ErrNotOwner
 	}
-	return nil
+	return fmt.Errorf("workload: release replied %+v, want 1 (released) or nil", r)
 }
 
 // Close closes the transport.

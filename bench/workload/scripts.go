@@ -1,60 +1,67 @@
 package workload
 
 import (
-	"crypto/sha1"
-	"encoding/hex"
+	"fmt"
+
+	"github.com/locksmith-go/locksmith/rlock"
 )
 
 // Script is a Lua script with its SHA-1, run with EVALSHA (EVAL when the
 // server does not have it yet).
 type Script struct {
-	Src string
-	SHA string
+	Name string // rlock's name for it (rlock.Script.Name)
+	Src  string
+	SHA  string
 }
 
-// NewScript computes src's SHA-1.
-func NewScript(src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	return &Script{Src: src, SHA: hex.EncodeToString(sum[:])}
-}
-
-// The Redisson-style lock scripts used for the server ceiling and by the raw
-// baselines (BENCHMARKS.md in the project's shared notes describes them):
-// a HASH per lock whose field is the owner and whose value is the hold count.
-// They stand in for the library's own scripts until rlock exports them; the
-// ceiling then switches to those.
+// The plain lock's scripts of rlock, exactly as the library sends them
+// (rlock.Scripts): the server ceiling and every raw baseline run these, with
+// the keys and arguments rlock passes (AcquireArgs, ReleaseArgs), so that the
+// ceiling and the raw transports measure the library's own server work.
 var (
-	// AcquireScript: KEYS[1] lock; ARGV[1] lease in ms, ARGV[2] owner.
-	// Creates or re-enters the lock and returns nil, or returns the lock's
-	// PTTL when another owner holds it.
-	AcquireScript = NewScript(`if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return nil
-end
-return redis.call('pttl', KEYS[1])`)
-
-	// ReleaseScript: KEYS[1] lock, KEYS[2] unlock channel; ARGV[1] unlock
-	// message, ARGV[2] lease in ms, ARGV[3] owner. Returns nil when the owner
-	// does not hold the lock, 0 when it still holds it (re-entered), 1 when
-	// the lock was deleted and the unlock message published.
-	ReleaseScript = NewScript(`if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
-  return nil
-end
-local n = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if n > 0 then
-  redis.call('pexpire', KEYS[1], ARGV[2])
-  return 0
-end
-redis.call('del', KEYS[1])
-redis.call('publish', KEYS[2], ARGV[1])
-return 1`)
+	// AcquireScript: KEYS lock; ARGV lease ms, owner. Reply: a bulk string
+	// (the owner's hold count) when granted, else the integer PTTL.
+	AcquireScript = lockScript(rlock.ScriptLockAcquire)
+	// ReleaseScript: KEYS lock, unlock channel; ARGV owner, expected hold
+	// count, lease ms, unlock message, publish command. Reply: 1 released
+	// (deleted and published), 0 one of several holds released, nil not held
+	// by the owner, -n the owner holds n holds, not the count expected.
+	ReleaseScript = lockScript(rlock.ScriptLockRelease)
 )
 
-// UnlockChannel is the Redisson unlock channel of lock name.
+// The constant arguments rlock sends with the release on a standalone server.
+const (
+	// UnlockMessage is the payload published on the unlock channel (Redisson's).
+	UnlockMessage = "0"
+	// PublishCommand is the publish command rlock passes as the last argument
+	// of a publishing script on a server without sharded pub/sub.
+	PublishCommand = "publish"
+	// ExpectOne is the expected hold count of a release of a single hold (what
+	// rlock sends for every lock held once, the raw baselines' only case).
+	ExpectOne = "1"
+)
+
+// lockScript returns rlock's script name; rlock exports it, so a missing one
+// is a programming error of this package.
+func lockScript(name string) *Script {
+	s, ok := rlock.LookupScript(name)
+	if !ok {
+		panic(fmt.Sprintf("workload: rlock exports no script %q", name))
+	}
+	return &Script{Name: s.Name, Src: s.Source, SHA: s.SHA1}
+}
+
+// AcquireArgs returns the acquire's keys and arguments, as rlock sends them.
+func AcquireArgs(name, leaseMs, owner string) (keys, args []string) {
+	return []string{name}, []string{leaseMs, owner}
+}
+
+// ReleaseArgs returns the release's keys and arguments for a lock held once,
+// as rlock sends them on a standalone server.
+func ReleaseArgs(name, leaseMs, owner string) (keys, args []string) {
+	return []string{name, UnlockChannel(name)}, []string{owner, ExpectOne, leaseMs, UnlockMessage, PublishCommand}
+}
+
+// UnlockChannel is the Redisson unlock channel of lock name (rlock's for a
+// name without braces).
 func UnlockChannel(name string) string { return "redisson_lock__channel:{" + name + "}" }
