@@ -57,20 +57,25 @@ type holdKey struct{ name, field string }
 // and the held context the acquire returned (the hold is that context: see Err).
 //
 // Memory is the point of its layout (issue 5: at most 0.5 KB of client heap per held watchdog lock). A held lock
-// costs this struct (128 bytes: keep it there), the context.WithCancelCause pair made over it (the cancelCtx and its
-// cancel func), the owner string, one timer.Timeout (64 B) and a map entry; no goroutine, no channel until someone
-// calls Done on the held context. The hold, seen as holdValues, is the parent of that cancel context (a context
-// without cancellation that carries the owner and the acquiring context's values), so no extra value context is
-// needed, and it is the timer Task of its own timeout, so scheduling allocates nothing more. What differs between
-// kinds of locks is the kind, one byte in what would otherwise be padding. The final release in flight is kept in
-// the shard (shard.releasing), not here: only a few holds at a time need it.
+// costs this struct (128 bytes: keep it there), the owner string, one timer.Timeout (64 B) and a map entry; no
+// goroutine, and no channel or cancel context until someone asks the held context for them (Done, context.Cause,
+// a context derived from it: see canceller), which then costs the context.WithCancelCause pair made over the hold
+// (the cancelCtx and its cancel func, 96 B) and a 24 B box. Making that pair at every grant cost 96 B of the ~440 B
+// a held lock took (BenchmarkW3), for holders that mostly only check Err. The hold, seen as holdValues, is the
+// parent of that cancel context (a context without cancellation that carries the owner and the acquiring
+// context's values), so no extra value context is needed, and it is the timer Task of its own timeout, so
+// scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in what would
+// otherwise be padding. The final release in flight is kept in the shard (shard.releasing), not here: only a few
+// holds at a time need it.
 type hold struct {
 	c      *Client
 	name   string
 	owner  string
 	parent context.Context // the acquiring context: its values are visible through the held context, its cancellation is not
-	ctx    context.Context // context.WithCancelCause((*holdValues)(h)): cancelled, with a cause, when the lock goes
-	cancel context.CancelCauseFunc
+	// gone is the cause the held context ended with (the lock went), set once: the first cause wins (cancel).
+	gone atomic.Pointer[error]
+	// cc is the held context's cancel context, made on first need (canceller); cancelled with gone's cause.
+	cc atomic.Pointer[holdCancel]
 
 	// Guarded by the shard mutex (kind: set at creation, never changed; it sits here to fill padding).
 	state    holdState
@@ -98,7 +103,6 @@ func (c *Client) newHoldLocked(sh *shard, kind holdKind, name, own string, paren
 	h := &hold{c: c, name: name, owner: own, parent: parent, kind: kind, count: int32(count), lease: lease,
 		watchdog: watchdog, acquired: sentAt, confirmedAt: c.now()}
 	h.end.Store(int64(localEnd(sentAt, lease)))
-	h.ctx, h.cancel = context.WithCancelCause((*holdValues)(h))
 	if err := h.armLocked(); err != nil {
 		return nil, err
 	}
@@ -272,18 +276,66 @@ func (c *Client) lost(h *hold, cause error) {
 	c.log.Warn("rlock: lock no longer held", "lock", h.name, "owner", h.owner, "cause", cause)
 }
 
-// The held context. The hold is the context the acquire returns: its cancellation is the cancel context made
-// over holdValues (a standard context.WithCancelCause, so context.Cause reports why the lock went, and contexts
-// derived from it are registered with it like children of any cancel context, starting no goroutine); its Err
-// also checks the local end of the lease itself.
+// The held context. The hold is the context the acquire returns. Its end is gone, set once by cancel; Err reads it
+// (and checks the local end of the lease itself). What only a standard cancel context can give — a Done channel,
+// the cause for context.Cause, the registration of derived contexts as its children (no goroutine) — comes from a
+// context.WithCancelCause made over holdValues the first time someone asks (canceller), and cancelled with the
+// hold's cause, whenever it ends, before or after.
+
+// holdCancel is a held context's cancel context, made by canceller.
+type holdCancel struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// cancel ends the held context with cause, unless it ended already (the first cause wins, as with a cancel
+// context). Safe for concurrent use; it does not block.
+func (h *hold) cancel(cause error) {
+	if !h.gone.CompareAndSwap(nil, &cause) {
+		return
+	}
+	// canceller stores cc, then loads gone; this stores gone, then loads cc: at least one of the two sees the
+	// other's write and cancels (twice is harmless: the same cause).
+	if hc := h.cc.Load(); hc != nil {
+		hc.cancel(cause)
+	}
+}
+
+// canceller returns the held context's cancel context, making it on first use; one made after the hold ended is
+// cancelled at once with the hold's cause. Safe for concurrent use: of two racing makers, one's is kept.
+func (h *hold) canceller() *holdCancel {
+	if hc := h.cc.Load(); hc != nil {
+		return hc
+	}
+	// holdValues is never cancelled: WithCancelCause registers nothing with it and starts no goroutine.
+	ctx, cancel := context.WithCancelCause((*holdValues)(h))
+	hc := &holdCancel{ctx: ctx, cancel: cancel}
+	if !h.cc.CompareAndSwap(nil, hc) {
+		return h.cc.Load() // hc was never shared: garbage
+	}
+	if cause := h.gone.Load(); cause != nil {
+		cancel(*cause)
+	}
+	return hc
+}
+
+// cancelProbe tells context's own key for "the cancel context a context descends from" from other keys: a cancel
+// context answers Value with itself for that key only. context.Cause and the registration of a derived context
+// (WithCancel, WithTimeout, AfterFunc over the held context) look it up; the held context then makes its cancel
+// context, so that they find it, and answers every other key without it. Never cancelled.
+var cancelProbe, _ = context.WithCancel(context.Background())
+
+// isCancelCtxKey reports whether key is context's key for the cancel context a context descends from.
+func isCancelCtxKey(key any) bool { return cancelProbe.Value(key) == cancelProbe }
 
 // Deadline reports no deadline. The lease's end is reported by cancellation, with a cause: it moves with every
 // renewal, and a context's Deadline must give the same answer on every call.
 func (h *hold) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // Done returns the channel closed when the lock stops being held (released, lost, expired, closed). The timer
-// closes it at the lease's local end; Err does not wait for that.
-func (h *hold) Done() <-chan struct{} { return h.ctx.Done() }
+// closes it at the lease's local end; Err does not wait for that. The first call makes the held context's cancel
+// context (canceller).
+func (h *hold) Done() <-chan struct{} { return h.canceller().ctx.Done() }
 
 // Err returns nil while the lock is held and context.Canceled once it is not (context.Cause says why). It checks
 // the local end of the lease itself, without waiting for the timer: on a starved process the timer's worker may
@@ -292,21 +344,31 @@ func (h *hold) Done() <-chan struct{} { return h.ctx.Done() }
 // that finds the end passed ends the hold as the timer would (ErrLeaseExpired). It costs a clock reading.
 // Contexts derived from the held context learn of the end by cancellation, as with Done.
 func (h *hold) Err() error {
-	if err := h.ctx.Err(); err != nil || h.c.now() < h.expireAt() {
-		return err
+	if h.gone.Load() != nil {
+		return context.Canceled
 	}
-	h.c.expireLate(h)
-	return h.ctx.Err()
+	if h.c.now() < h.expireAt() {
+		return nil
+	}
+	h.c.expireLate(h) // may find the end moved by a renewal meanwhile: then the hold lives on
+	if h.gone.Load() != nil {
+		return context.Canceled
+	}
+	return nil
 }
 
-// Value returns the hold for the owner key, and otherwise what the acquiring context holds (through the cancel
-// context, which answers for itself to context.Cause). Every lock of the package reads the owner from it, so a
-// held context of any lock acquires and releases any other lock as the same owner.
+// Value returns the hold for the owner key, the held context's cancel context for context's own key (so that
+// context.Cause and derived contexts find it), and otherwise what the acquiring context holds. Every lock of the
+// package reads the owner from it, so a held context of any lock acquires and releases any other lock as the same
+// owner.
 func (h *hold) Value(key any) any {
 	if _, ok := key.(ownerKey); ok {
 		return h
 	}
-	return h.ctx.Value(key)
+	if isCancelCtxKey(key) {
+		return h.canceller().ctx.Value(key)
+	}
+	return h.parent.Value(key)
 }
 
 // String names the held lock, for context printing.
