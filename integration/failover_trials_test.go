@@ -60,7 +60,7 @@ import (
 // (SyncReplicas equal to the number of replicas closes that gap). The test then fails, as it should.
 
 const (
-	defaultFailoverTrials = 2 // per mode: about 25 s in all (a trial takes about 5 s, 3.3 s of it the failover)
+	defaultFailoverTrials = 2                      // per mode: about 25 s in all (a trial takes about 5 s, 3.3 s of it the failover)
 	trialLag              = 300 * time.Millisecond // CLIENT PAUSE of the replicas: the replication lag
 	trialSyncTimeout      = time.Second            // SyncTimeout of WAIT on: well beyond the lag
 	trialLease            = 30 * time.Second       // A's lease: longer than any trial
