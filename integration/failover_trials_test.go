@@ -53,11 +53,12 @@ import (
 // LOCKSMITH_FAILOVER_KIND=forced replaces step 4 by SENTINEL FAILOVER sent right after the kill (what an operator
 // does who does not want to wait for detection; about 1.5 s faster per trial). It shows the limit of acknowledging
 // by fewer replicas than there are: a forced failover skips the 1 s INFO refresh of a down master, so the Sentinel
-// chooses among replicas whose offsets it last read up to 10 s ago — all equal — and breaks the tie by run id.
-// When the acknowledging replica had applied the grant and the other had not yet (a few milliseconds of lag
-// between them are enough), it promotes the one without it half of the time: with SyncReplicas 1 of 2, 18 double
-// grants in 100 WAIT-on trials were measured, every one a promotion of the replica that had not applied the grant
-// (SyncReplicas equal to the number of replicas closes that gap). The test then fails, as it should.
+// ranks the replicas by offsets it last read up to 10 s ago, before the grant, which cannot tell which replica has
+// it. When one replica had applied the grant (and acknowledged it) and the other not yet — a few milliseconds
+// between their pauses' ends are enough — it promotes either: with SyncReplicas 1 of 2, 18 double grants in 100
+// WAIT-on trials were measured, and in a diagnostic run that read both replicas right after each grant, all 6
+// double grants of 12 were promotions of the replica without it, all 6 refusals of the one with it. The test then
+// fails, as it should. LOCKSMITH_FAILOVER_SYNC_REPLICAS=2 (WAIT on's SyncReplicas, default 1) waits for both.
 
 const (
 	defaultFailoverTrials = 2                      // per mode: about 25 s in all (a trial takes about 5 s, 3.3 s of it the failover)
@@ -89,9 +90,9 @@ type trialOutcome struct {
 	reset    time.Duration // the killed node's rejoin and the emptying of the keyspace
 }
 
-// failoverTrialsEnv reads LOCKSMITH_FAILOVER_TRIALS, LOCKSMITH_FAILOVER_BUDGET (0: none) and
-// LOCKSMITH_FAILOVER_KIND (see the top of the file).
-func failoverTrialsEnv(t *testing.T) (n int, budget time.Duration, forced bool) {
+// failoverTrialsEnv reads LOCKSMITH_FAILOVER_TRIALS, LOCKSMITH_FAILOVER_BUDGET (0: none),
+// LOCKSMITH_FAILOVER_KIND and LOCKSMITH_FAILOVER_SYNC_REPLICAS (see the top of the file).
+func failoverTrialsEnv(t *testing.T) (n int, budget time.Duration, forced bool, syncReplicas int) {
 	switch k := os.Getenv("LOCKSMITH_FAILOVER_KIND"); k {
 	case "", "detected":
 	case "forced":
@@ -105,7 +106,14 @@ func failoverTrialsEnv(t *testing.T) (n int, budget time.Duration, forced bool) 
 			t.Fatalf("LOCKSMITH_FAILOVER_BUDGET=%q: want a positive duration such as 15m", v)
 		}
 	}
-	return failoverTrialCount(t), budget, forced
+	syncReplicas = 1
+	if v := os.Getenv("LOCKSMITH_FAILOVER_SYNC_REPLICAS"); v != "" {
+		var err error
+		if syncReplicas, err = strconv.Atoi(v); err != nil || syncReplicas < 1 || syncReplicas > 2 {
+			t.Fatalf("LOCKSMITH_FAILOVER_SYNC_REPLICAS=%q: want 1 or 2 (the replica set has two replicas)", v)
+		}
+	}
+	return failoverTrialCount(t), budget, forced, syncReplicas
 }
 
 func failoverTrialCount(t *testing.T) int {
@@ -124,11 +132,11 @@ func TestFailoverTrials(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: needs a replica set")
 	}
-	n, budget, forced := failoverTrialsEnv(t)
+	n, budget, forced, syncReplicas := failoverTrialsEnv(t)
 	// The Sentinels' default down-after, 2 s: with 1 s, a Sentinel that had just switched to a new master flagged
 	// it down before its first PING round (tried here: chains of two and three spurious failovers per trial).
 	d := startDeployment(t, topoSentinel)
-	modes := []*trialMode{{name: "WAIT on", syncReplicas: 1}, {name: "WAIT off"}}
+	modes := []*trialMode{{name: "WAIT on", syncReplicas: syncReplicas}, {name: "WAIT off"}}
 	for _, m := range modes {
 		cfg := rlock.Config{SyncReplicas: m.syncReplicas}
 		if m.syncReplicas > 0 {
@@ -180,10 +188,10 @@ func TestFailoverTrials(t *testing.T) {
 		kind = "forced (SENTINEL FAILOVER right after the kill)"
 	}
 	for _, m := range modes {
+		runs := time.Duration(max(m.trials, 1))
 		t.Logf("%s: %v per trial on average, of which %v the failover, %s; A's grant refused (not acknowledged, "+
 			"trial rerun) %d times; A's held context ended before B's answer in %d trials", m.name,
-			(m.took / time.Duration(m.trials)).Round(time.Millisecond),
-			(m.failover / time.Duration(m.trials)).Round(time.Millisecond), kind, m.refusedA, m.lost)
+			(m.took / runs).Round(time.Millisecond), (m.failover / runs).Round(time.Millisecond), kind, m.refusedA, m.lost)
 	}
 	t.Logf("%d trials in %v", on.trials+off.trials, time.Since(start).Round(time.Second))
 	if on.doubles > 0 {
