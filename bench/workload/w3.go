@@ -25,6 +25,9 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	if interval > 0 {
 		r.RenewCmdsExpected = float64(ceilDiv(n, max(batch, 1))) / interval.Seconds()
 	}
+	// The harness's own per-lock state (this slice) is allocated before the base snapshot, so the heap per lock
+	// counts what the library keeps (and the library adapter's handle), not the harness.
+	held := make([]WatchedHeld, n)
 	r.HeapBaseBytes, _, r.GoroutinesBase = heapSnapshot()
 	smp := startSampler()
 	defer smp.finish(r)
@@ -33,7 +36,6 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	var errs errorLog
 	defer errs.fill(r)
 
-	held := make([]WatchedHeld, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	t0 := time.Now()
@@ -46,7 +48,8 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	}
 	actx, cancelAcquire := context.WithTimeout(ctx, budget)
 	defer cancelAcquire()
-	var mu sync.Mutex       // guards held while acquirers may still run
+	var mu sync.Mutex       // guards held and stopped while acquirers may still run
+	var stopped bool        // the acquisition is over: a late acquirer releases what it got
 	var inCall atomic.Int32 // acquirers inside LockWatched
 	for a := 0; a < defaultAcquirers; a++ {
 		wg.Add(1)
@@ -71,8 +74,15 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 				}
 				lat.Record(a, time.Since(s))
 				mu.Lock()
-				held[i] = h
+				late := stopped
+				if !late {
+					held[i] = h
+				}
 				mu.Unlock()
+				if late {
+					_ = h.Unlock(context.Background())
+					return
+				}
 			}
 		}(a)
 	}
@@ -83,7 +93,7 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	cancelAcquire()
 	r.AcquireSec = time.Since(t0).Seconds()
 	mu.Lock()
-	held = append([]WatchedHeld(nil), held...) // a stuck acquirer that returns late cannot touch this copy
+	stopped = true // a stuck acquirer that returns late no longer touches held (no copy: it would count as heap)
 	mu.Unlock()
 	for _, h := range held {
 		if h != nil {
