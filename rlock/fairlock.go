@@ -166,8 +166,7 @@ func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) 
 // waits for the server's answer (bounded by the transport's response timeout and retries) and returns ErrNotHeld
 // when the owner does not hold the lock. Safe for concurrent use.
 func (l *FairLock) Unlock(held context.Context) error {
-	_, err := l.UnlockAsync(held).Get(background)
-	return err
+	return l.unlockSync(held, "FairLock.Unlock")
 }
 
 // UnlockAsync is the asynchronous form of Unlock; the renewal stops before it returns.

@@ -153,8 +153,7 @@ func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration
 // the transport's response timeout and retries) and returns ErrNotHeld when the owner does not hold the lock. Safe
 // for concurrent use.
 func (l *FencedLock) Unlock(held context.Context) error {
-	_, err := l.UnlockAsync(held).Get(background)
-	return err
+	return l.unlockSync(held, "FencedLock.Unlock")
 }
 
 // UnlockAsync is the asynchronous form of Unlock; the renewal stops before it returns.

@@ -165,8 +165,7 @@ func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) 
 // none remains it is deleted and one waiter woken. It waits for the server's answer and returns ErrNotHeld when the
 // owner holds no read hold. Safe for concurrent use.
 func (r *ReadLock) Unlock(held context.Context) error {
-	_, err := r.UnlockAsync(held).Get(background)
-	return err
+	return r.unlockSync(held, "ReadLock.Unlock")
 }
 
 // UnlockAsync is the asynchronous form of Unlock.
@@ -258,8 +257,7 @@ func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration
 // it to read mode) and wakes every waiter. It waits for the server's answer and returns ErrNotHeld when the owner
 // does not hold the write lock. Safe for concurrent use.
 func (wl *WriteLock) Unlock(held context.Context) error {
-	_, err := wl.UnlockAsync(held).Get(background)
-	return err
+	return wl.unlockSync(held, "WriteLock.Unlock")
 }
 
 // UnlockAsync is the asynchronous form of Unlock.
