@@ -163,7 +163,7 @@
 //	go test ./conn -run '^$' -bench BenchmarkRoundTripG1 -benchtime 20000x -count 5
 //	go run ./bench -workloads raw -libs ours-conn,rueidis,goredis -ceiling=false -duration 5s
 //
-// BenchmarkEvalPairs runs the acquire/release EVALSHA pairs of ../shared/BENCHMARKS.md on distinct keys, with
+// BenchmarkEvalPairs runs the Redisson-style acquire/release EVALSHA pairs (bench_test.go) on distinct keys, with
 // context.Background. 2026-11-22, quiet machine (other processes under 0.05 cores): G=64 106-111 k pairs/s, 4.2-4.3
 // µs client CPU per pair, server 0.94-0.96 cores, 13.4-13.8 commands per write syscall; G=1024 117-133 k pairs/s,
 // 3.6-4.4 µs per pair, server 0.96-0.99 cores, 26-28 commands per write; one allocation per command (allocs/op
