@@ -58,7 +58,11 @@ import (
 // between their pauses' ends are enough — it promotes either: with SyncReplicas 1 of 2, 18 double grants in 100
 // WAIT-on trials were measured, and in a diagnostic run that read both replicas right after each grant, all 6
 // double grants of 12 were promotions of the replica without it, all 6 refusals of the one with it. The test then
-// fails, as it should. LOCKSMITH_FAILOVER_SYNC_REPLICAS=2 (WAIT on's SyncReplicas, default 1) waits for both.
+// fails, as it should. LOCKSMITH_FAILOVER_SYNC_REPLICAS=2 (WAIT on's SyncReplicas, default 1) waits for both:
+// forced, 0 double grants in 25 WAIT-on trials. With detected failovers (the default), SyncReplicas 1 measured 0
+// in 86 (LOCKSMITH_FAILOVER_BUDGET=15m; WAIT off: 86 in 86).
+//
+// 100 trials per mode take about 18 minutes: give go test a -timeout beyond its default 10 minutes.
 
 const (
 	defaultFailoverTrials = 2                      // per mode: about 25 s in all (a trial takes about 5 s, 3.3 s of it the failover)
