@@ -37,14 +37,22 @@ const (
 
 // ProcInfo describes one worker process, as the orchestrator saw it.
 type ProcInfo struct {
-	Index   int    `json:"index"`
-	PID     int    `json:"pid"`
-	Started int64  `json:"started"`
-	Exited  int64  `json:"exited"`            // when its exit was reaped (0: unknown)
-	Killed  bool   `json:"killed,omitempty"`  // SIGKILLed by a fault (FaultKillHolder)
-	Forced  bool   `json:"forced,omitempty"`  // SIGKILLed because it did not exit in time after SIGTERM: hung
-	ExitErr string `json:"exitErr,omitempty"` // its wait status when not 0
+	Index   int   `json:"index"`
+	PID     int   `json:"pid"`
+	Started int64 `json:"started"`
+	Exited  int64 `json:"exited"`           // when its exit was reaped (0: unknown)
+	Killed  bool  `json:"killed,omitempty"` // SIGKILLed by a fault (FaultKillHolder)
+	// KilledAt is when the fault's kill(2) returned (0: not killed by a fault). The process acts no more after
+	// it, give or take the microseconds the kernel takes to deliver SIGKILL (KillDeliveryMargin); reaping can come
+	// many milliseconds later under load, so Exited is a loose bound on its last act.
+	KilledAt int64  `json:"killedAt,omitempty"`
+	Forced   bool   `json:"forced,omitempty"`  // SIGKILLed because it did not exit in time after SIGTERM: hung
+	ExitErr  string `json:"exitErr,omitempty"` // its wait status when not 0
 }
+
+// KillDeliveryMargin is how long after kill(2) returned a SIGKILLed process is still taken to be able to act: the
+// kernel delivers the signal at the target's next entry into the kernel or interrupt, within microseconds.
+const KillDeliveryMargin = time.Millisecond
 
 // Input is everything the checker looks at: the records of every worker, the faults, and the processes.
 type Input struct {
@@ -296,11 +304,15 @@ func collectHolds(in Input, r *Report) []*hold {
 					rec.Proc, rec.G, rec.Seq, rec.Acquired)})
 				continue
 			}
-			// The process died while holding: it may have acted until it died.
+			// The process died while holding (or while releasing, before its hold record was written): it may
+			// have acted until it died.
+			died := p.Exited
+			if p.KilledAt != 0 {
+				died = min(died, p.KilledAt+int64(KillDeliveryMargin))
+			}
 			h := &hold{lock: rec.Lock, proc: rec.Proc, g: rec.G, seq: rec.Seq, token: rec.Token,
-				lease: time.Duration(rec.Lease), waitFrom: rec.WaitStart, acquired: rec.Acquired, end: p.Exited,
-				observed: p.Exited,
-				orphan:   true, outcome: "died"}
+				lease: time.Duration(rec.Lease), waitFrom: rec.WaitStart, acquired: rec.Acquired, end: died,
+				observed: died, orphan: true, outcome: "died"}
 			r.Holds++
 			r.Believed++
 			holds = append(holds, h)

@@ -54,6 +54,9 @@ func (b *logBuilder) wait(proc int, lock string, ws, bound, end int64, outcome s
 		WaitBound: bound * ms, End: end * ms, Outcome: outcome})
 }
 
+// reapDelay is how long after its kill a killed process of a built log is reaped.
+const reapDelay = 20 * ms
+
 // input closes the log: every process wrote its exit record, except those in killed (SIGKILLed at the given
 // time) and those that were forced.
 func (b *logBuilder) input(faults []Fault, killed map[int]int64, forced ...int) Input {
@@ -61,7 +64,7 @@ func (b *logBuilder) input(faults []Fault, killed map[int]int64, forced ...int) 
 	for p := range b.procs {
 		pi := ProcInfo{Index: p, PID: 1000 + p, Exited: 100000 * ms}
 		if t, ok := killed[p]; ok {
-			pi.Killed, pi.Exited = true, t*ms
+			pi.Killed, pi.KilledAt, pi.Exited = true, t*ms, t*ms+reapDelay
 		} else if contains(forced, p) {
 			pi.Forced = true
 		} else {
@@ -256,6 +259,21 @@ func TestCheckKilledHolderHoldsUntilItDied(t *testing.T) {
 	b = newLog()
 	b.orphan(1, "a", 1, 100)
 	b.hold(2, "a", 2, 0, 300, 400, 400)
+	wantViolations(t, Check(b.input(kill, map[int]int64{1: 500}), Options{}), "overlap")
+}
+
+func TestCheckKilledHolderEndsAtTheKillNotAtTheReaping(t *testing.T) {
+	// Worker 1 released "a" and was killed at 500 before it could write its hold record; it was reaped at 520.
+	// Worker 2 acquiring at 510 did not overlap with anything worker 1 could still do; at 500 it would have.
+	b := newLog()
+	b.orphan(1, "a", 1, 100)
+	b.hold(2, "a", 2, 0, 510, 600, 600)
+	kill := []Fault{{Kind: FaultKillHolder, Start: 500 * ms, End: 520 * ms, Procs: []int{1}}}
+	wantViolations(t, Check(b.input(kill, map[int]int64{1: 500}), Options{}))
+
+	b = newLog()
+	b.orphan(1, "a", 1, 100)
+	b.hold(2, "a", 2, 0, 500, 600, 600)
 	wantViolations(t, Check(b.input(kill, map[int]int64{1: 500}), Options{}), "overlap")
 }
 

@@ -135,6 +135,10 @@ func (p *proc) kill() {
 	p.info.Killed = true
 	p.mu.Unlock()
 	p.cmd.Process.Signal(syscall.SIGKILL)
+	t := Now()
+	p.mu.Lock()
+	p.info.KilledAt = t
+	p.mu.Unlock()
 	<-p.done
 }
 
