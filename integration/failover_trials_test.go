@@ -60,9 +60,11 @@ import (
 // double grants of 12 were promotions of the replica without it, all 6 refusals of the one with it. The test then
 // fails, as it should. LOCKSMITH_FAILOVER_SYNC_REPLICAS=2 (WAIT on's SyncReplicas, default 1) waits for both:
 // forced, 0 double grants in 25 WAIT-on trials. With detected failovers (the default), SyncReplicas 1 measured 0
-// in 86 (LOCKSMITH_FAILOVER_BUDGET=15m; WAIT off: 86 in 86).
+// in 100 (WAIT off: 100 in 100; 2026-11-26, 17m39s, 3.2 s of failover per trial).
 //
-// 100 trials per mode take about 18 minutes: give go test a -timeout beyond its default 10 minutes.
+// 100 trials per mode take about 18 minutes: give go test a -timeout beyond its default 10 minutes, e.g.
+//
+//	LOCKSMITH_FAILOVER_TRIALS=100 LOCKSMITH_FAILOVER_BUDGET=30m go test -count=1 -timeout 45m -run 'TestFailoverTrials$' -v ./integration
 
 const (
 	defaultFailoverTrials = 2                      // per mode: about 25 s in all (a trial takes about 5 s, 3.3 s of it the failover)

@@ -214,7 +214,7 @@
 // n below the replica count), and a replica promoted by hand (or by a failover forced with a lagging replica) may
 // have none of it. The integration test TestFailoverTrials measures the difference (one master, two replicas
 // lagging under CLIENT PAUSE, Sentinel, the master killed with SIGKILL): with Sentinel's own detection, 0 double
-// grants in 86 trials with SyncReplicas = 1 against 86 in 86 without it. When the failover is forced at once
+// grants in 100 trials with SyncReplicas = 1 against 100 in 100 without it. When the failover is forced at once
 // after the kill (SENTINEL FAILOVER), Sentinel may still hold stale replica offsets and promote the replica that
 // did not acknowledge: 18 double grants in 100 trials with SyncReplicas = 1, none in 25 with SyncReplicas = 2
 // (every replica). Where failovers can be forced, set SyncReplicas to the number of replicas.
