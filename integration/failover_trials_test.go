@@ -314,7 +314,7 @@ func verdict(ctx context.Context, l *rlock.Lock) (held context.Context, granted 
 }
 
 // unlockAfterFailover releases held, retrying transport errors while the client finds the new master (release
-// is safe to retry: Redisson's unlock latch).
+// is safe to retry: it is conditional on the hold count the owner expects, see rlock's "Release and retries").
 func unlockAfterFailover(ctx context.Context, l *rlock.Lock, held context.Context) error {
 	deadline := time.Now().Add(trialVerdictWait)
 	for {
