@@ -160,8 +160,10 @@ func throughputChart(id string, recs []workload.Record, ceiling float64) render.
 		if i == 0 && ceiling > 0 {
 			sopts = append(sopts, charts.WithMarkLineNameYAxisItemOpts(opts.MarkLineNameYAxisItem{
 				Name: "server pair ceiling", YAxis: round(ceiling)}),
+				// insideEndTop: above the line at its right end, inside the grid (the default, after the end,
+				// is clipped by the chart's edge).
 				charts.WithMarkLineStyleOpts(opts.MarkLineStyle{Label: &opts.Label{Show: opts.Bool(true),
-					Formatter: "ceiling {c}"}}))
+					Position: "insideEndTop", Formatter: "ceiling {c}"}}))
 		}
 		bar.AddSeries(lib, data, sopts...)
 	}
