@@ -145,11 +145,13 @@ func (w *window) open(win Window) error {
 	if err := win.Begin(); err != nil {
 		return fmt.Errorf("workload: window begin: %w", err)
 	}
+	w.cpu0 = ProcessCPU()
+	w.start = time.Now()
+	// The command count is read right next to the phase change (not before the getrusage above), so the commands
+	// counted and the operations counted cover the same interval, up to the operations in flight at its edges.
 	if w.counter != nil {
 		w.cmds0, _ = w.counter.Commands()
 	}
-	w.cpu0 = ProcessCPU()
-	w.start = time.Now()
 	w.phase.Store(phaseOpen)
 	return nil
 }
@@ -159,11 +161,11 @@ func (w *window) open(win Window) error {
 // after the case has looked at what was still in flight.
 func (w *window) shut() {
 	w.phase.Store(phaseClosed)
-	w.end = time.Now()
-	w.cpu1 = ProcessCPU()
 	if w.counter != nil {
 		w.cmds1, _ = w.counter.Commands()
 	}
+	w.end = time.Now()
+	w.cpu1 = ProcessCPU()
 }
 
 // signalEnd tells the orchestrator the window is closed and waits for its

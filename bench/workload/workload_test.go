@@ -32,9 +32,13 @@ func TestPairsCountsPairsLatenciesAndCommands(t *testing.T) {
 	if r.Keys != 8 {
 		t.Errorf("keys = %d, want one per goroutine", r.Keys)
 	}
-	// The fake counts one command per Lock and one per Unlock.
-	if r.ClientCmdsPerOp < 1.99 || r.ClientCmdsPerOp > 2.01 {
-		t.Errorf("client cmds/op = %v, want 2", r.ClientCmdsPerOp)
+	// The fake counts one command per Lock and one per Unlock. Commands are counted between the window's edges
+	// and pairs when they complete inside it: each goroutine's pair in flight at an edge may add or miss a
+	// command (2 per goroutine), and the fake is so fast that a preemption between reading the count and opening
+	// the window lets more through (allowed: 0.5 %). Double or missed counting is far outside either.
+	if d := r.ClientCmds - 2*r.Ops; d < -2*8-r.ClientCmds/200 || d > 2*8+r.ClientCmds/200 {
+		t.Errorf("client cmds = %d for %d pairs (%.3f per pair), want 2 per pair ± 2 per goroutine",
+			r.ClientCmds, r.Ops, r.ClientCmdsPerOp)
 	}
 	if r.WindowSec < 0.19 || r.WindowSec > 1 {
 		t.Errorf("window = %v s for a 200 ms window", r.WindowSec)
