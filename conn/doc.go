@@ -164,10 +164,10 @@
 //	go run ./bench -workloads raw -libs ours-conn,rueidis,goredis -ceiling=false -duration 5s
 //
 // BenchmarkEvalPairs runs the Redisson-style acquire/release EVALSHA pairs (bench_test.go) on distinct keys, with
-// context.Background. 2026-11-22, quiet machine (other processes under 0.05 cores): G=64 106-111 k pairs/s, 4.2-4.3
-// µs client CPU per pair, server 0.94-0.96 cores, 13.4-13.8 commands per write syscall; G=1024 117-133 k pairs/s,
-// 3.6-4.4 µs per pair, server 0.96-0.99 cores, 26-28 commands per write; one allocation per command (allocs/op
-// counts a pair); G=1 (the lane) 49-50 µs of client CPU per pair and exactly one write per command, against 55-85
+// context.Background. 2026-11-26, quiet machine: G=64 101-123 k pairs/s, 4.0-4.9 µs client CPU per pair, server
+// 0.98 cores, 12.8-13.5 commands per write syscall; G=1024 135-139 k pairs/s, 2.6-3.4 µs per pair, server 0.98-0.99
+// cores, 32-34 commands per write (2026-11-22: G=64 106-111 k at 0.94-0.96, G=1024 117-133 k at 0.96-0.99); one
+// allocation per command (allocs/op counts a pair); G=1 (the lane) 49-50 µs of client CPU per pair and exactly one write per command, against 55-85
 // µs and 0.8 before the caller read its own replies (the missing writes were the runtime's wake-ups of other
 // threads).
 //
