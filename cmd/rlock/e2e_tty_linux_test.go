@@ -83,6 +83,22 @@ func (o *ttyOutput) waitFor(t *testing.T, s string, seen []string) []string {
 	}
 }
 
+// waitForLine is waitFor for a whole line (the terminal's "^C" echo aside), also among the lines already seen.
+func (o *ttyOutput) waitForLine(t *testing.T, line string, seen []string) []string {
+	t.Helper()
+	for _, l := range seen {
+		if strings.TrimPrefix(l, "^C") == line {
+			return seen
+		}
+	}
+	for {
+		seen = o.waitFor(t, line, seen)
+		if strings.TrimPrefix(seen[len(seen)-1], "^C") == line {
+			return seen
+		}
+	}
+}
+
 // Ctrl-C on a terminal reaches the command once: the terminal signals the whole foreground process group, command
 // included, so rlock must not forward its own copy. A signal sent to rlock alone is still forwarded.
 func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
@@ -123,6 +139,10 @@ func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen = out.waitFor(t, "forwarded SIGUSR1", seen)
+	// Wait until the command itself reported SIGUSR1 before sending SIGTERM: two signals pending on a
+	// multi-threaded process may be taken by two threads and reach its signal channel in either order, and the
+	// helper exits on SIGTERM (a clean-clone CI run lost SIGUSR1 that way).
+	seen = out.waitForLine(t, "SIGUSR1", seen)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
