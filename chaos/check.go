@@ -183,14 +183,14 @@ type hold struct {
 	// before writing its hold record; 0 = never believed.
 	end      int64
 	observed int64 // end of the observed belief: cancellation noticed, or Unlock called (>= end)
-	orphan   bool  // only the acq record exists: the process died holding
+	orphan   bool  // no hold record: the process died holding or releasing (outcome says which)
 	outcome  string
 }
 
 func (h *hold) String() string {
 	s := fmt.Sprintf("proc %d g %d op %d token %d [%d, %d]", h.proc, h.g, h.seq, h.token, h.acquired, h.end)
 	if h.orphan {
-		s += " (process died holding)"
+		s += " (process " + h.outcome + ")"
 	}
 	return s
 }
@@ -244,7 +244,7 @@ func Check(in Input, opt Options) *Report {
 	return r
 }
 
-// collectHolds builds the holds from hold records and from acq records left by processes that died holding, and
+// collectHolds builds the holds from hold records and from acq (and rel) records left by processes that died, and
 // checks that every process either exited cleanly or was killed by a fault.
 func collectHolds(in Input, r *Report) []*hold {
 	type opKey struct {
@@ -252,12 +252,15 @@ func collectHolds(in Input, r *Report) []*hold {
 		seq     int64
 	}
 	finished := map[opKey]bool{}
+	releasing := map[opKey]*Record{}
 	exited := map[int]bool{}
 	for i := range in.Records {
 		rec := &in.Records[i]
 		switch rec.Kind {
 		case KindHold:
 			finished[opKey{rec.Proc, rec.G, rec.Seq}] = true
+		case KindReleasing:
+			releasing[opKey{rec.Proc, rec.G, rec.Seq}] = rec
 		case KindExit:
 			exited[rec.Proc] = true
 		}
@@ -304,17 +307,25 @@ func collectHolds(in Input, r *Report) []*hold {
 					rec.Proc, rec.G, rec.Seq, rec.Acquired)})
 				continue
 			}
-			// The process died while holding (or while releasing, before its hold record was written): it may
-			// have acted until it died.
-			died := p.Exited
-			if p.KilledAt != 0 {
-				died = min(died, p.KilledAt+int64(KillDeliveryMargin))
-			}
 			h := &hold{lock: rec.Lock, proc: rec.Proc, g: rec.G, seq: rec.Seq, token: rec.Token,
-				lease: time.Duration(rec.Lease), waitFrom: rec.WaitStart, acquired: rec.Acquired, end: died,
-				observed: died, orphan: true, outcome: "died"}
+				lease: time.Duration(rec.Lease), waitFrom: rec.WaitStart, acquired: rec.Acquired, orphan: true}
+			if rel := releasing[opKey{rec.Proc, rec.G, rec.Seq}]; rel != nil {
+				// The process died while releasing: its belief ended at the check before Unlock.
+				h.end, h.observed, h.outcome = rel.LastLive, observedEnd(rel), "died releasing"
+			} else {
+				// The process died holding: it may have acted until it died.
+				died := p.Exited
+				if p.KilledAt != 0 {
+					died = min(died, p.KilledAt+int64(KillDeliveryMargin))
+				}
+				h.end, h.observed, h.outcome = died, died, "died"
+			}
 			r.Holds++
-			r.Believed++
+			if h.end == 0 {
+				r.NeverHeld++
+			} else {
+				r.Believed++
+			}
 			holds = append(holds, h)
 		}
 	}

@@ -47,6 +47,15 @@ func (b *logBuilder) orphan(proc int, lock string, token, a int64) {
 		WaitStart: a * ms, WaitBound: 1000 * ms, Acquired: a * ms})
 }
 
+// orphanReleasing adds the acq and rel records of a hold whose process died while releasing: live until ll,
+// Unlock called at rel.
+func (b *logBuilder) orphanReleasing(proc int, lock string, token, a, ll, rel int64) {
+	b.orphan(proc, lock, token, a)
+	r := b.recs[len(b.recs)-1]
+	r.Kind, r.LastLive, r.Released = KindReleasing, ll*ms, rel*ms
+	b.recs = append(b.recs, r)
+}
+
 func (b *logBuilder) wait(proc int, lock string, ws, bound, end int64, outcome string) {
 	b.seq++
 	b.procs[proc] = true
@@ -274,6 +283,26 @@ func TestCheckKilledHolderEndsAtTheKillNotAtTheReaping(t *testing.T) {
 	b = newLog()
 	b.orphan(1, "a", 1, 100)
 	b.hold(2, "a", 2, 0, 500, 600, 600)
+	wantViolations(t, Check(b.input(kill, map[int]int64{1: 500}), Options{}), "overlap")
+}
+
+func TestCheckWorkerKilledWhileReleasingBelievedUntilItsLastCheck(t *testing.T) {
+	// Worker 1 checked its lock live at 300, called Unlock at 301 (its rel record), and was killed at 500 before
+	// its hold record. Worker 2 granted at 400 — after that release — overlaps with nothing worker 1 believed.
+	kill := []Fault{{Kind: FaultKillHolder, Start: 500 * ms, End: 520 * ms, Procs: []int{1}}}
+	b := newLog()
+	b.orphanReleasing(1, "a", 1, 100, 300, 301)
+	b.hold(2, "a", 2, 0, 400, 450, 450)
+	r := Check(b.input(kill, map[int]int64{1: 500}), Options{})
+	wantViolations(t, r)
+	if r.Believed != 2 {
+		t.Errorf("believed %d, want 2", r.Believed)
+	}
+
+	// A grant before its last live check is still an overlap.
+	b = newLog()
+	b.orphanReleasing(1, "a", 1, 100, 300, 301)
+	b.hold(2, "a", 2, 0, 250, 450, 450)
 	wantViolations(t, Check(b.input(kill, map[int]int64{1: 500}), Options{}), "overlap")
 }
 

@@ -35,9 +35,9 @@
 // the holder is proven to have believed it held the lock. A holder whose context was cancelled has stopped by its
 // next check, and its belief ends at its last live check; one that released ends at the check just before
 // Unlock. A hold whose first check found the context already cancelled (a grant that came back after its lease)
-// was never believed. A worker killed while holding (or while releasing, before it wrote its hold record)
-// believed until it died: until the orchestrator's kill(2) returned, plus KillDeliveryMargin — not until it was
-// reaped, which under load can come after its release let the next holder in.
+// was never believed. A worker killed while releasing (its rel record, written just before Unlock, survives)
+// believed until the check before Unlock. A worker killed while holding believed until it died: until the
+// orchestrator's kill(2) returned, plus KillDeliveryMargin — not until it was reaped, which under load comes later.
 //
 // The checker (Check) also computes the observed interval, which ends when the worker noticed the cancellation
 // or called Unlock; overlaps of observed intervals that are not overlaps of belief intervals measure how late the

@@ -10,16 +10,21 @@ import (
 	"sync"
 )
 
-// Record kinds. A hold is written twice: an acq record as soon as the acquire returned (so that a worker killed
-// with SIGKILL while holding leaves a trace of the hold it had), and a hold record with everything once it ended.
-// The checker keeps the hold record and falls back on the acq record when the process died first.
+// Record kinds. A hold is written two or three times: an acq record as soon as the acquire returned (so that a
+// worker killed with SIGKILL while holding leaves a trace of the hold it had), a rel record just before Unlock,
+// and a hold record with everything once it ended. The checker keeps the hold record and falls back on the rel,
+// then the acq record when the process died first.
 const (
 	KindAcquired = "acq"  // the lock was acquired; the hold record follows unless the process dies first
 	KindHold     = "hold" // a finished hold: acquired, believed, released or lost
-	KindWait     = "wait" // an acquire that ended without the lock (wait ran out, context ended, error)
-	KindHung     = "hung" // an acquire still pending past its wait bound plus the tolerance, seen by the monitor
-	KindStat     = "stat" // a sample of the worker process: goroutines, heap, locks it holds
-	KindExit     = "exit" // the worker's last record: it stopped cleanly and wrote everything it had
+	// KindReleasing is written just before Unlock is called, with the hold's LastLive and Released: a worker
+	// killed during the release (its lock freed, its hold record never written) has then proven that its belief
+	// ended before the release, so the next holder's grant does not overlap with it.
+	KindReleasing = "rel"
+	KindWait      = "wait" // an acquire that ended without the lock (wait ran out, context ended, error)
+	KindHung      = "hung" // an acquire still pending past its wait bound plus the tolerance, seen by the monitor
+	KindStat      = "stat" // a sample of the worker process: goroutines, heap, locks it holds
+	KindExit      = "exit" // the worker's last record: it stopped cleanly and wrote everything it had
 )
 
 // Hold and wait outcomes.

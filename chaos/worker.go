@@ -282,6 +282,9 @@ func (w *worker) op(ctx context.Context, g int, seq int64, lock string, rng *ran
 	var uerr error
 	if rec.Outcome != OutLost || rng.Float64() < cfg.UnlockLost {
 		rec.Released = Now()
+		rel := rec
+		rel.Kind = KindReleasing
+		w.log.Write(&rel) // survives a SIGKILL during the release: the belief ended before it
 		uerr = w.unlock(lock, plain, held)
 	}
 	rec.Kind, rec.End = KindHold, Now()
