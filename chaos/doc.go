@@ -21,9 +21,9 @@
 // Every worker appends JSON records to its own file with one write(2) each (Record, Log): an acq record as soon
 // as an acquire returned the lock, a rel record just before Unlock, a hold record when the hold ended, a wait
 // record for an acquire that did not get the lock, hung records from a monitor for acquires pending past their
-// bound, stat records (goroutines, heap, scheduling stalls) and an exit record. Nothing is buffered in the process, so a SIGKILL loses at most the record
-// being written, and the acq record of a hold that was in progress survives. All times are CLOCK_MONOTONIC
-// readings (Now), comparable across the processes of the host.
+// bound, stat records (goroutines, heap, scheduling stalls) and an exit record. Nothing is buffered in the
+// process, so a SIGKILL loses at most the record being written, and the acq (and rel) record of a hold that was in
+// progress survives. All times are CLOCK_MONOTONIC readings (Now), comparable across the processes of the host.
 //
 // # What "believed it held the lock" means
 //
