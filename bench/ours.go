@@ -50,15 +50,23 @@ func newOurs(_ context.Context, cfg workload.Config) (workload.Library, error) {
 	return l, nil
 }
 
-// oursHeld is a held lock: the name and the held context, not the *rlock.Lock handle (about 180 B with its key
-// strings), which W3 would count as heap per held lock; Unlock takes a handle again.
+// oursHeld is a held lock: the held context, and the *rlock.Lock handle it was taken with for the short holds of
+// W1, W2 and W4 (lock, then unlock with the same handle, as a caller writes it). The held locks of W3 keep the name
+// instead of the handle (about 180 B with its key strings), which W3 would count as heap per held lock; their
+// Unlock takes a handle again.
 type oursHeld struct {
 	c    *rlock.Client
+	lk   *rlock.Lock // nil: take one from name
 	name string
 	held context.Context
 }
 
-func (h *oursHeld) lock() *rlock.Lock { return h.c.Lock(h.name) }
+func (h *oursHeld) lock() *rlock.Lock {
+	if h.lk != nil {
+		return h.lk
+	}
+	return h.c.Lock(h.name)
+}
 
 func (l *oursLib) Lock(ctx context.Context, name string) (workload.Held, error) {
 	lk := l.c.Lock(name)
@@ -72,7 +80,7 @@ func (l *oursLib) Lock(ctx context.Context, name string) (workload.Held, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &oursHeld{c: l.c, name: name, held: held}, nil
+	return &oursHeld{c: l.c, lk: lk, held: held}, nil
 }
 
 func (h *oursHeld) Unlock(context.Context) error { return h.lock().Unlock(h.held) }

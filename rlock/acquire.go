@@ -137,7 +137,7 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	if watch {
 		lc.watch(ctx)
 	}
-	lc.start()
+	lc.start(lc.startAt)
 	return lc, lc.p.Future()
 }
 
@@ -190,8 +190,8 @@ func tryFormError(op string, wait time.Duration) error {
 }
 
 // start sends lc's first attempt, or queues it behind this client's waiters for the same lock, or waits for a
-// release of the same owner in flight.
-func (lc *lockCall) start() {
+// release of the same owner in flight. now is a clock reading taken just before (see startLocked).
+func (lc *lockCall) start(now time.Duration) {
 	sh := lc.sh
 	sh.mu.Lock()
 	if lc.state != wNew || lc.abandoned != nil {
@@ -199,19 +199,19 @@ func (lc *lockCall) start() {
 		return
 	}
 	reentry := false
-	if h := sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.owner)}]; h != nil {
-		if h.state == holdReleasing && sh.releasing[h] != nil {
+	if h := lc.heldLocked(); h != nil {
+		if h.state == holdReleasing && h.releasing != nil {
 			// The same owner's last release is in flight: acquire after it settled, so the release's retry
 			// condition (the expected count) cannot be confused by this grant.
-			op := sh.releasing[h]
+			op := h.releasing
 			sh.mu.Unlock()
-			op.p.Future().OnComplete(func(struct{}, error) { lc.start() })
+			op.p.Future().OnComplete(func(struct{}, error) { lc.start(lc.c.now()) })
 			return
 		}
 		// Re-entry: never queued behind waiters, which would wait for this very owner.
 		reentry = true
 	}
-	send := lc.startLocked(reentry)
+	send := lc.startLocked(reentry, now)
 	sh.mu.Unlock()
 	if send {
 		lc.send()
@@ -270,24 +270,38 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	}
 	lo := lc.lo
 	lc.token = o.token
-	if h := lc.sh.holds[holdKey{lo.name, lo.kind.field(lc.owner)}]; h != nil && h.state == holdHeld {
+	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
 		return h, h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
 	}
 	return c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lc.lease, lc.watchdog, lc.sentAt)
+}
+
+// heldLocked returns the hold lc's owner has of lc's lock, in any state, or nil. An owner id made for this call
+// (fresh) holds nothing but what this call is granted, so it is not looked up. Called with the shard mutex held.
+func (lc *lockCall) heldLocked() *hold {
+	if lc.fresh {
+		return nil
+	}
+	return lc.sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.owner)}]
 }
 
 // succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
 // or wait ran out while the grant was in flight), the lock granted in flight is released instead.
 func (lc *lockCall) succeed(o outcome, h *hold) {
 	c := lc.c
-	ev := AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
-		HandOff: o.handoff}
+	var ev AcquiredEvent
+	if c.observed {
+		ev = AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
+			HandOff: o.handoff}
+	}
 	if !lc.p.Succeed(h) {
 		c.unlockHeld(h)
 		return
 	}
 	lc.stopWatch()
-	c.obs.Acquired(ev)
+	if c.observed {
+		c.obs.Acquired(ev)
+	}
 }
 
 func (lc *lockCall) fail(err error) bool {

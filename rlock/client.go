@@ -28,6 +28,7 @@ type Client struct {
 	epoch    time.Time // monotonic origin of now()
 	log      *slog.Logger
 	obs      Observer
+	observed bool // obs is not a NopObserver: events are worth building (their durations cost clock readings)
 
 	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot (batchKeyOf)
 	pub       string        // the publish command every publishing script takes last (publishLua)
@@ -57,10 +58,7 @@ type shard struct {
 	holds    map[holdKey]*hold // held locks, by name and hash field
 	queues   map[string]*queue // channels with waiters of this client
 	sleepers *queue            // waiters woken by their timer alone (rate limiters)
-	// releasing holds the final release in flight of each hold in state holdReleasing: an acquire of the same
-	// owner waits for it (lockCall.start). Kept here rather than in the hold, whose size is budgeted.
-	releasing map[*hold]*unlockOp
-	_         [64 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	_        [64 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -101,6 +99,8 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		obs:   r.Observer,
 		seed:  maphash.MakeSeed(),
 	}
+	_, nop := r.Observer.(NopObserver)
+	c.observed = !nop
 	c.cluster = cc.IsCluster()
 	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
 	// is where conn subscribes the channels (Redisson makes the same choice).
@@ -109,7 +109,6 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh := &c.shards[i]
 		sh.holds = make(map[holdKey]*hold)
 		sh.queues = make(map[string]*queue)
-		sh.releasing = make(map[*hold]*unlockOp)
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)

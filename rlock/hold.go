@@ -65,8 +65,8 @@ type holdKey struct{ name, field string }
 // parent of that cancel context (a context without cancellation that carries the owner and the acquiring
 // context's values), so no extra value context is needed, and it is the timer Task of its own timeout, so
 // scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in what would
-// otherwise be padding. The final release in flight is kept in the shard (shard.releasing), not here: only a few
-// holds at a time need it.
+// otherwise be padding. The final release in flight (releasing) fills the struct's last 8 bytes: a shard map kept
+// it before, at two map operations per Unlock.
 type hold struct {
 	c      *Client
 	name   string
@@ -90,6 +90,9 @@ type hold struct {
 	confirmedAt time.Duration // on c.now(): when the last reply that moved end was applied (confirmLocked)
 	acquired    time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
 	tm          *timer.Timeout
+	// releasing is the last hold's release in flight (state holdReleasing): an acquire of the same owner waits for
+	// it (lockCall.start). Guarded by the shard mutex.
+	releasing *unlockOp
 }
 
 // key is the hold's key in its shard's map.
@@ -100,10 +103,11 @@ func (h *hold) key() holdKey { return holdKey{h.name, h.kind.field(h.owner)} }
 // the grant applied, sentAt when the granting command was sent. Called with the shard mutex held.
 func (c *Client) newHoldLocked(sh *shard, kind holdKind, name, own string, parent context.Context, count int64,
 	lease time.Duration, watchdog bool, sentAt time.Duration) (*hold, error) {
+	now := c.now()
 	h := &hold{c: c, name: name, owner: own, parent: parent, kind: kind, count: int32(count), lease: lease,
-		watchdog: watchdog, acquired: sentAt, confirmedAt: c.now()}
+		watchdog: watchdog, acquired: sentAt, confirmedAt: now}
 	h.end.Store(int64(localEnd(sentAt, lease)))
-	if err := h.armLocked(); err != nil {
+	if err := h.armAtLocked(now); err != nil {
 		return nil, err
 	}
 	sh.holds[h.key()] = h
@@ -179,8 +183,11 @@ func (h *hold) renewalSentLocked(sentAt time.Duration) {
 // armLocked schedules the hold's next timer event: the next renewal (watchdog locks), or the local end of the
 // lease (lease locks), whichever comes first. While a renewal is in flight the timeout watches the local end only
 // (Run re-arms it until the renewal completes).
-func (h *hold) armLocked() error {
-	d := h.expireAt() - h.c.now()
+func (h *hold) armLocked() error { return h.armAtLocked(h.c.now()) }
+
+// armAtLocked is armLocked with the clock read at now, a moment ago.
+func (h *hold) armAtLocked(now time.Duration) error {
+	d := h.expireAt() - now
 	if h.watchdog {
 		d = min(d, h.c.cfg.renewEvery)
 	}
@@ -291,7 +298,7 @@ type holdCancel struct {
 // cancel ends the held context with cause, unless it ended already (the first cause wins, as with a cancel
 // context). Safe for concurrent use; it does not block.
 func (h *hold) cancel(cause error) {
-	if !h.gone.CompareAndSwap(nil, &cause) {
+	if !h.gone.CompareAndSwap(nil, boxedCause(cause)) {
 		return
 	}
 	// canceller stores cc, then loads gone; this stores gone, then loads cc: at least one of the two sees the
@@ -299,6 +306,31 @@ func (h *hold) cancel(cause error) {
 	if hc := h.cc.Load(); hc != nil {
 		hc.cancel(cause)
 	}
+}
+
+// The causes a hold ends with, boxed once: gone stores a pointer, and boxing the common causes at every release
+// cost an allocation per Unlock.
+var (
+	releasedCause     error = ErrReleased
+	lockLostCause     error = ErrLockLost
+	leaseExpiredCause error = ErrLeaseExpired
+	closedCause       error = ErrClosed
+)
+
+// boxedCause returns a pointer to cause for hold.gone: a shared one for the package's causes.
+func boxedCause(cause error) *error {
+	switch cause {
+	case ErrReleased:
+		return &releasedCause
+	case ErrLockLost:
+		return &lockLostCause
+	case ErrLeaseExpired:
+		return &leaseExpiredCause
+	case ErrClosed:
+		return &closedCause
+	}
+	other := cause // only this branch allocates: &cause would move the parameter to the heap on every call
+	return &other
 }
 
 // canceller returns the held context's cancel context, making it on first use; one made after the hold ended is

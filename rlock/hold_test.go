@@ -20,7 +20,6 @@ func newTestHold(parent context.Context, lease time.Duration) *hold {
 	c := &Client{epoch: time.Now(), seed: maphash.MakeSeed(), obs: NopObserver{}, log: slog.New(slog.DiscardHandler)}
 	for i := range c.shards {
 		c.shards[i].holds = make(map[holdKey]*hold)
-		c.shards[i].releasing = make(map[*hold]*unlockOp)
 	}
 	h := &hold{c: c, name: "n", owner: "u:1", parent: parent, state: holdHeld}
 	h.end.Store(int64(c.now() + lease))

@@ -123,5 +123,5 @@ func (lo *lockObject) release(held context.Context, op string, blocking bool) *f
 	if lo.kind == kindPlain {
 		keys = lo.keys
 	}
-	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id, blocking)
+	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id, own.hold, blocking)
 }

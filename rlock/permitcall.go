@@ -53,7 +53,7 @@ func (pc *permitCall[T]) run(ctx context.Context, watch bool) (*waiter, *future.
 		pc.watch(ctx)
 	}
 	pc.sh.mu.Lock()
-	send := pc.state == wNew && pc.abandoned == nil && pc.startLocked(false)
+	send := pc.state == wNew && pc.abandoned == nil && pc.startLocked(false, pc.startAt)
 	pc.sh.mu.Unlock()
 	if send {
 		pc.send()

@@ -55,9 +55,11 @@ type syncUnlockOp struct {
 }
 
 // unlock starts the release of one hold of kind of the lock name by owner. keys are the release script's keys,
-// or nil to derive them from the kind. blocking says that the caller waits with Get on the returned future at once
-// (a blocking Unlock): the release's replies are then left to that Get (syncUnlockOp). It does not block.
-func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string,
+// or nil to derive them from the kind. via is the hold the caller's held context is (nil if none): when it is a
+// hold of this very lock that is still held, it is the one the map has, and the lookup is skipped. blocking says
+// that the caller waits with Get on the returned future at once (a blocking Unlock): the release's replies are then
+// left to that Get (syncUnlockOp). It does not block.
+func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string, via *hold,
 	blocking bool) *future.Future[struct{}] {
 	if keys == nil {
 		keys = c.releaseKeys(kind, name, owner)
@@ -73,7 +75,12 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	}
 	op.c, op.sh, op.kind, op.owner, op.keys = c, sh, kind, owner, keys
 	sh.mu.Lock()
-	h := sh.holds[holdKey{name, kind.field(owner)}]
+	h := via
+	// A held hold is the one its key maps to (it leaves the map when it stops being held); a held context of
+	// another lock, or one that ended, leaves the lookup to the map.
+	if h == nil || h.state != holdHeld || h.kind != kind || h.name != name || h.owner != owner {
+		h = sh.holds[holdKey{name, kind.field(owner)}]
+	}
 	switch {
 	case h == nil || h.state != holdHeld:
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
@@ -86,7 +93,7 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 		// Cancel the renewal first (Redisson #7272): nothing renews this lock once its release has started.
 		h.state = holdReleasing
 		h.stopTimerLocked()
-		sh.releasing[h] = op
+		h.releasing = op
 		if kind == kindPlain {
 			if q := sh.queues[keys[1]]; q != nil {
 				op.next = q.takeForHandoffLocked()
@@ -105,7 +112,7 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, false).OnComplete(func(_ struct{}, err error) {
+	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false).OnComplete(func(_ struct{}, err error) {
 		if err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
 				"lock", h.name, "owner", h.owner, "err", err)
@@ -171,7 +178,9 @@ func (c *Client) leaseArg(d time.Duration) string {
 // the transport reads the reply by itself; the reply is read once and the callback registered once either way.
 func (op *unlockOp) send() {
 	c := op.c
-	op.sentAt = c.now()
+	if !op.final {
+		op.sentAt = c.now() // what a partial release re-arms is counted from here; a last release re-arms nothing
+	}
 	if op.kind == kindPlain {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
@@ -298,7 +307,7 @@ func (op *unlockOp) finish(released bool, err error) {
 		switch {
 		case op.final:
 			h.state = holdGone
-			delete(sh.releasing, h)
+			h.releasing = nil
 			if k := h.key(); sh.holds[k] == h {
 				delete(sh.holds, k)
 			}
@@ -317,6 +326,8 @@ func (op *unlockOp) finish(released bool, err error) {
 	}
 	if cause != nil {
 		h.cancel(cause)
+	}
+	if cause != nil && c.observed {
 		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: c.now() - h.acquired,
 			HandOff: op.next != nil && released, Err: err})
 	}

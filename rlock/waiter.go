@@ -161,8 +161,10 @@ func (w *waiter) stopWatch() {
 // startLocked begins a new call: it queues it behind this client's waiters for the same channel when its object
 // forbids barging (and reports false), or marks it attempting (and reports true: the caller sends the attempt
 // after releasing the shard mutex). barge lets a call attempt whatever the rule (a lock's re-entry, which would
-// otherwise wait for its own owner).
-func (w *waiter) startLocked(barge bool) bool {
+// otherwise wait for its own owner). now is a clock reading taken just before, by the caller (the call's start,
+// when it starts at once): it stands for the attempt's sending time, saving a reading on every acquire (an earlier
+// sending time only moves the lease's local end earlier).
+func (w *waiter) startLocked(barge bool, now time.Duration) bool {
 	if w.queueNew && !barge && !w.noWait {
 		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
 			w.c.joinLocked(w)
@@ -171,15 +173,18 @@ func (w *waiter) startLocked(barge bool) bool {
 			return false
 		}
 	}
-	w.beginAttemptLocked()
+	w.beginAttemptAtLocked(now)
 	return true
 }
 
 // beginAttemptLocked marks w as attempting; the caller sends the attempt after releasing the shard mutex. The
 // timer keeps only the wait's deadline, which bounds the call also while the attempt is in flight.
-func (w *waiter) beginAttemptLocked() {
+func (w *waiter) beginAttemptLocked() { w.beginAttemptAtLocked(w.c.now()) }
+
+// beginAttemptAtLocked is beginAttemptLocked with the clock read at now (at most the moment of sending).
+func (w *waiter) beginAttemptAtLocked(now time.Duration) {
 	w.state = wAttempting
-	w.sentAt = w.c.now()
+	w.sentAt = now
 	w.armLocked(0)
 }
 
@@ -390,6 +395,10 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 // armLocked arms w's timer at its wait deadline, or earlier after bound when bound > 0. With neither, w has no
 // timer (a waiter behind the head of a queue, without deadline: the head's progress moves it).
 func (w *waiter) armLocked(bound time.Duration) {
+	if bound <= 0 && w.deadline == 0 {
+		w.stopTimerLocked() // nothing to arm, and no clock to read
+		return
+	}
 	now := w.c.now()
 	at, atDeadline := time.Duration(-1), false
 	if bound > 0 {
