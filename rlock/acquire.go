@@ -53,10 +53,11 @@ type lockCall struct {
 	waiter
 	p  future.Promise[context.Context]
 	lo *lockObject
-	// relay is a blocking call's driver (syncLockCall): its caller's Get drives each attempt in flight, reading
-	// the reply itself over the latency lane instead of parking until an event loop has read it. Nil for an async
-	// call, whose attempts are observed with OnComplete as before. Set before the call is shared.
-	relay *future.Relay
+	// sync is the blocking call this call is part of (syncLockCall), whose Relay is the call's driver: its
+	// caller's Get drives each attempt in flight, reading the reply itself over the latency lane instead of parking
+	// until an event loop has read it. Nil for an async call, whose attempts are observed with OnComplete as
+	// before. Set before the call is shared.
+	sync *syncLockCall
 	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
 	// context (for its values) when the lock is granted. Its cancellation is watched by the caller's Get (sync
 	// calls) or by context.AfterFunc (async calls), never by this struct.
@@ -69,10 +70,23 @@ type lockCall struct {
 	// syncMisses counts the call's grants that too few replicas acknowledged (Config.SyncReplicas), each given
 	// back. Touched only by the chain reply -> release -> retry, one step at a time.
 	syncMisses uint8
+	// recyclable: a blocking call granted by its first attempt, which nothing but its caller and its completion
+	// ever referenced (no queue, no timer, no retry, no replica wait): its completion releases its reference
+	// (recycle.go). Set under the shard mutex with the grant, read by the completion after it.
+	recyclable bool
 }
 
-// syncLockCall is the lockCall of a blocking call with the Relay its caller's Get drives (lockCall.relay points
-// at it): one allocation per call still, and async calls, which need no relay, do not carry it.
+// relay is the call's driver: its blocking call's Relay, or nil.
+func (lc *lockCall) relay() *future.Relay {
+	if lc.sync == nil {
+		return nil
+	}
+	return &lc.sync.steps
+}
+
+// syncLockCall is the lockCall of a blocking call with the Relay its caller's Get drives (lockCall.sync points
+// at it): one allocation per call still, and async calls, which need no relay, do not carry it. Most are recycled
+// (recycle.go).
 //
 // Why: a sequential Lock+Unlock parked twice on futures an event loop completed, and waking a parked goroutine
 // from an event-loop thread costs 10-60 µs on these VMs (package conn, "Latency lane"). With the relay the
@@ -81,6 +95,7 @@ type lockCall struct {
 type syncLockCall struct {
 	lockCall
 	steps future.Relay
+	refs  recycleRefs
 }
 
 // newLockCall allocates a call: a blocking one carries the Relay its Get drives, set as its future's
@@ -89,10 +104,7 @@ func newLockCall(blocking bool) *lockCall {
 	if !blocking {
 		return &lockCall{}
 	}
-	s := &syncLockCall{}
-	s.relay = &s.steps
-	s.p.SetDriver(&s.steps)
-	return &s.lockCall
+	return &newSyncLockCall().lockCall
 }
 
 // acquire validates an acquire call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch
@@ -148,7 +160,12 @@ func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Dura
 	if lc == nil {
 		return f.Get(ctx)
 	}
-	return waitSync(ctx, &lc.waiter, f)
+	held, err := waitSync(ctx, &lc.waiter, f)
+	if err == nil {
+		// Done with lc (a failed call may still be referenced: it is left to the garbage collector).
+		lc.sync.refs.releaseLockCall(lc.sync)
+	}
+	return held, err
 }
 
 // lockAsync starts an acquire for an async call (every lock's LockAsync, LockLeaseAsync and TryLockAsync).
@@ -204,6 +221,7 @@ func (lc *lockCall) start(now time.Duration) {
 			// The same owner's last release is in flight: acquire after it settled, so the release's retry
 			// condition (the expected count) cannot be confused by this grant.
 			op := h.releasing
+			op.observed = true // its future outlives the release: not recycled
 			sh.mu.Unlock()
 			op.p.Future().OnComplete(func(struct{}, error) { lc.start(lc.c.now()) })
 			return
@@ -241,12 +259,12 @@ func (lc *lockCall) send() {
 		return
 	}
 	if lc.lo.rules == nil {
-		future.Follow(lc.relay, lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
+		future.Follow(lc.relay(), lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
 			lc.onPlainReply)
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
-	future.Follow(lc.relay, lc.c.conn.Eval(background, s, keys, args...), lc.onReply)
+	future.Follow(lc.relay(), lc.c.conn.Eval(background, s, keys, args...), lc.onReply)
 }
 
 func (lc *lockCall) onPlainReply(v resp.Value, err error) {
@@ -270,6 +288,8 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	}
 	lo := lc.lo
 	lc.token = o.token
+	lc.recyclable = lc.sync != nil && lc.q == nil && lc.deadline == 0 && lc.retries == 0 && lc.abandoned == nil &&
+		lc.syncMisses == 0 && !c.synced()
 	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
 		return h, h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
 	}
@@ -301,6 +321,9 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 	lc.stopWatch()
 	if c.observed {
 		c.obs.Acquired(ev)
+	}
+	if lc.recyclable {
+		lc.sync.refs.releaseLockCall(lc.sync) // the last touch of lc by its completion
 	}
 }
 

@@ -29,6 +29,9 @@ type Client struct {
 	log      *slog.Logger
 	obs      Observer
 	observed bool // obs is not a NopObserver: events are worth building (their durations cost clock readings)
+	// recycled, when set (by tests, before the first call), sees each blocking call's struct just before it is
+	// recycled (recycle.go): a *syncLockCall or a *syncUnlockOp.
+	recycled func(any)
 
 	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot (batchKeyOf)
 	pub       string        // the publish command every publishing script takes last (publishLua)
@@ -55,9 +58,9 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu       sync.Mutex
-	holds    map[holdKey]*hold // held locks, by name and hash field
-	queues   map[string]*queue // channels with waiters of this client
-	sleepers *queue            // waiters woken by their timer alone (rate limiters)
+	holds    map[holdKey]*hold        // held locks, by name and hash field
+	queues   map[string]*queue        // channels with waiters of this client
+	sleepers *queue                   // waiters woken by their timer alone (rate limiters)
 	_        [64 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 

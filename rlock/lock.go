@@ -97,31 +97,41 @@ func (l *Lock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // unlockSync is a blocking Unlock of any kind of lock: unlock, with the release's replies read by this call's own
 // Get (see syncUnlockOp), which waits for the server's answer whatever held's state.
 func (lo *lockObject) unlockSync(held context.Context, op string) error {
-	_, err := lo.release(held, op, true).Get(background)
+	u, err := lo.release(held, op, true)
+	if err != nil {
+		return err
+	}
+	_, err = u.p.Future().Get(background)
+	u.waited()
 	return err
 }
 
 // unlock releases one hold of the lock by held's owner for an async call (every kind of lock's UnlockAsync).
 func (lo *lockObject) unlock(held context.Context, op string) *future.Future[struct{}] {
-	return lo.release(held, op, false)
-}
-
-// release starts the release of one hold of the lock by held's owner; blocking: see Client.unlock.
-func (lo *lockObject) release(held context.Context, op string, blocking bool) *future.Future[struct{}] {
-	c := lo.c
-	if err := lo.check(op); err != nil {
-		return future.Completed(struct{}{}, err)
-	}
-	own, err := c.resolveOwner(held, op, false)
+	u, err := lo.release(held, op, false)
 	if err != nil {
 		return future.Completed(struct{}{}, err)
 	}
+	return u.p.Future()
+}
+
+// release starts the release of one hold of the lock by held's owner; blocking: see Client.unlock. It fails
+// without starting anything on bad input, a closed client, or a context without an owner.
+func (lo *lockObject) release(held context.Context, op string, blocking bool) (*unlockOp, error) {
+	c := lo.c
+	if err := lo.check(op); err != nil {
+		return nil, err
+	}
+	own, err := c.resolveOwner(held, op, false)
+	if err != nil {
+		return nil, err
+	}
 	if own.id == "" {
-		return future.Completed(struct{}{}, ErrNotHeld)
+		return nil, ErrNotHeld
 	}
 	var keys []string
 	if lo.kind == kindPlain {
 		keys = lo.keys
 	}
-	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id, own.hold, blocking)
+	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id, own.hold, blocking), nil
 }

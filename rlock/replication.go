@@ -37,7 +37,7 @@ func (lc *lockCall) sendSynced() {
 		s, keys, args := lc.lo.rules.attempt(lc)
 		cmd = conn.Cmd{Script: s, Keys: keys, Args: args}
 	}
-	future.Follow(lc.relay, c.conn.SendAndWait(background, cmd, c.cfg.SyncReplicas, c.cfg.SyncTimeout), lc.onSyncedReply)
+	future.Follow(lc.relay(), c.conn.SendAndWait(background, cmd, c.cfg.SyncReplicas, c.cfg.SyncTimeout), lc.onSyncedReply)
 }
 
 // onSyncedReply settles an attempt sent with WAIT: a refusal or a failure as any attempt, a grant once enough

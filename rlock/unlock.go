@@ -28,9 +28,10 @@ type unlockOp struct {
 	owner string    // <clientUUID>:<ownerID>
 	h     *hold     // the local hold, nil when this client records none for the owner
 	next  *lockCall // hand-off target (state wGranting), or nil
-	// relay is a blocking Unlock's driver (syncUnlockOp): its Get drives each attempt (a resend after a corrected
-	// count or a transport failure included). Nil for UnlockAsync and the package's own releases.
-	relay *future.Relay
+	// sync is the blocking Unlock this op is part of (nil for UnlockAsync and the package's own releases): its
+	// Relay is the op's driver, and its Get drives each attempt (a resend after a corrected count or a transport
+	// failure included).
+	sync *syncUnlockOp
 
 	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
 	lease  string        // lease re-armed by a partial release
@@ -45,31 +46,41 @@ type unlockOp struct {
 	retried     bool  // an earlier attempt may have run on the server
 	adopted     bool  // expect was corrected from the server's count once
 	attempts    uint8 // retries made
+	// observed: an acquire of the same owner found this op as its hold's release in flight and waits for its
+	// future (lockCall.start), so the op is not recycled. Guarded by the shard mutex.
+	observed bool
 }
 
-// syncUnlockOp is the unlockOp of a blocking Unlock with the Relay its Get drives (unlockOp.relay points at it),
-// so that a sequential caller reads the release's reply itself (see syncLockCall).
+// syncUnlockOp is the unlockOp of a blocking Unlock with the Relay its Get drives (unlockOp.sync points at it),
+// so that a sequential caller reads the release's reply itself (see syncLockCall). It is recycled (recycle.go).
 type syncUnlockOp struct {
 	unlockOp
 	steps future.Relay
+	refs  recycleRefs
 }
 
-// unlock starts the release of one hold of kind of the lock name by owner. keys are the release script's keys,
-// or nil to derive them from the kind. via is the hold the caller's held context is (nil if none): when it is a
-// hold of this very lock that is still held, it is the one the map has, and the lookup is skipped. blocking says
-// that the caller waits with Get on the returned future at once (a blocking Unlock): the release's replies are then
-// left to that Get (syncUnlockOp). It does not block.
+// relay is the op's driver: its blocking Unlock's Relay, or nil.
+func (op *unlockOp) relay() *future.Relay {
+	if op.sync == nil {
+		return nil
+	}
+	return &op.sync.steps
+}
+
+// unlock starts the release of one hold of kind of the lock name by owner and returns it; its future is the
+// caller's. keys are the release script's keys, or nil to derive them from the kind. via is the hold the caller's
+// held context is (nil if none): when it is a hold of this very lock that is still held, it is the one the map
+// has, and the lookup is skipped. blocking says that the caller waits with Get on the op's future at once (a
+// blocking Unlock) and then calls waited: the release's replies are left to that Get, and the op is recycled
+// (syncUnlockOp). It does not block.
 func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string, via *hold,
-	blocking bool) *future.Future[struct{}] {
+	blocking bool) *unlockOp {
 	if keys == nil {
 		keys = c.releaseKeys(kind, name, owner)
 	}
 	var op *unlockOp
 	if blocking {
-		s := &syncUnlockOp{}
-		s.relay = &s.steps
-		s.p.SetDriver(&s.steps)
-		op = &s.unlockOp
+		op = &newSyncUnlockOp().unlockOp
 	} else {
 		op = &unlockOp{}
 	}
@@ -102,7 +113,7 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	}
 	sh.mu.Unlock()
 	op.send()
-	return op.p.Future()
+	return op
 }
 
 // unlockHeld releases one hold through a held context, for a grant whose caller will never see it (the call was
@@ -112,7 +123,7 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false).OnComplete(func(_ struct{}, err error) {
+	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false).p.Future().OnComplete(func(_ struct{}, err error) {
 		if err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
 				"lock", h.name, "owner", h.owner, "err", err)
@@ -185,16 +196,16 @@ func (op *unlockOp) send() {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
 		if op.next != nil {
-			future.Follow(op.relay, c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease,
+			future.Follow(op.relay(), c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease,
 				unlockMessage, op.next.owner, op.next.leaseArg()), op.onHandoff)
 			return
 		}
-		future.Follow(op.relay, c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
 			unlockMessage, c.pub), op.onRelease)
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
-	future.Follow(op.relay, c.conn.Eval(background, s, keys, args...), op.onRelease)
+	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.onRelease)
 }
 
 // retry resends the release after a transport failure when that is safe: always when it was never sent, and after
@@ -302,8 +313,10 @@ func (op *unlockOp) onHandoff(v resp.Value, err error) {
 func (op *unlockOp) finish(released bool, err error) {
 	c, sh, h := op.c, op.sh, op.h
 	var cause, lostCause error
+	observed := false
 	if h != nil {
 		sh.mu.Lock()
+		observed = op.observed
 		switch {
 		case op.final:
 			h.state = holdGone
@@ -335,6 +348,16 @@ func (op *unlockOp) finish(released bool, err error) {
 		c.lost(h, lostCause)
 	}
 	op.p.Complete(struct{}{}, err)
+	if op.sync != nil && !observed {
+		op.sync.refs.release(op.sync)
+	}
+}
+
+// waited is the end of a blocking Unlock's Get: the caller no longer touches the op.
+func (op *unlockOp) waited() {
+	if op.sync != nil {
+		op.sync.refs.release(op.sync)
+	}
 }
 
 // partialReleasedLocked records a release that left the owner holds (it was not its last local one): the local
