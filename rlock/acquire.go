@@ -107,10 +107,10 @@ func newLockCall(blocking bool) *lockCall {
 	return &newSyncLockCall().lockCall
 }
 
-// acquire validates an acquire call and starts it. wait < 0 means no bound; lease 0 means the watchdog; watch
-// makes the call end when ctx ends (async calls; a sync call's Get watches ctx itself). It returns the call (nil
-// when it failed before starting) and its future.
-func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, watch bool) (*lockCall, *future.Future[context.Context]) {
+// acquire validates an acquire call and starts it; the call ends when ctx ends. wait < 0 means no bound; lease 0
+// means the watchdog; async says that the caller does not wait with Get at once (a blocking call drives its
+// attempts with its Get: syncLockCall). It returns the call (nil when it failed before starting) and its future.
+func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, async bool) (*lockCall, *future.Future[context.Context]) {
 	c := lo.c
 	fail := func(err error) (*lockCall, *future.Future[context.Context]) {
 		return nil, future.Completed[context.Context](nil, err)
@@ -131,23 +131,24 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	if err != nil {
 		return fail(err)
 	}
-	// A blocking call (watch false: its Get watches ctx) drives its attempts itself.
-	lc := newLockCall(!watch)
+	lc := newLockCall(!async)
 	lc.lo, lc.ctx, lc.owner, lc.fresh, lc.lease = lo, ctx, own.id, own.fresh, lease
 	lc.init(c, lo.sh, lc, wait)
 	if lease == 0 {
 		lc.watchdog, lc.lease = true, c.cfg.WatchdogTimeout
 	}
 	lc.exclusive = lo.kind != kindRead
+	if done := ctx.Done(); done != nil {
+		// The shard's watch of ctx fails the future when ctx ends (start registers the call): a Get with ctx
+		// waits for the future alone.
+		lc.p.CancelledBy(done)
+	}
 	if lo.rules == nil {
 		// No hand-off while grants wait for replicas: it grants in the release script, without WAIT
 		// (replication.go).
 		lc.rule, lc.queueNew, lc.handoff = wakeOne, true, !c.synced()
 	} else {
 		lo.rules.wait(lc)
-	}
-	if watch {
-		lc.watch(ctx)
 	}
 	lc.start(lc.startAt)
 	return lc, lc.p.Future()
@@ -212,9 +213,15 @@ func (lc *lockCall) start(now time.Duration) {
 	sh := lc.sh
 	sh.mu.Lock()
 	if lc.state != wNew || lc.abandoned != nil {
+		// Gone before it began (abandoned while it waited for its owner's release, or closed).
+		unwatch := lc.unwatchLocked()
 		sh.mu.Unlock()
+		if unwatch != nil {
+			unwatch()
+		}
 		return
 	}
+	lc.watchLocked(lc.ctx)
 	reentry := false
 	if h := lc.heldLocked(); h != nil {
 		if h.state == holdReleasing && h.releasing != nil {
@@ -289,7 +296,7 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	lo := lc.lo
 	lc.token = o.token
 	lc.recyclable = lc.sync != nil && lc.q == nil && lc.deadline == 0 && lc.retries == 0 && lc.abandoned == nil &&
-		lc.syncMisses == 0 && !c.synced()
+		!lc.watchHit && lc.syncMisses == 0 && !c.synced()
 	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
 		return h, h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
 	}
@@ -318,7 +325,6 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 		c.unlockHeld(h)
 		return
 	}
-	lc.stopWatch()
 	if c.observed {
 		c.obs.Acquired(ev)
 	}
@@ -328,11 +334,7 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 }
 
 func (lc *lockCall) fail(err error) bool {
-	if !lc.p.Fail(err) {
-		return false
-	}
-	lc.stopWatch()
-	return true
+	return lc.p.Fail(err)
 }
 
 // undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's

@@ -58,10 +58,11 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu       sync.Mutex
-	holds    map[holdKey]*hold        // held locks, by name and hash field
-	queues   map[string]*queue        // channels with waiters of this client
-	sleepers *queue                   // waiters woken by their timer alone (rate limiters)
-	_        [64 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	holds    map[holdKey]*hold             // held locks, by name and hash field
+	queues   map[string]*queue             // channels with waiters of this client
+	sleepers *queue                        // waiters woken by their timer alone (rate limiters)
+	watches  map[<-chan struct{}]*ctxWatch // the contexts of the calls in flight, by Done channel (ctxwatch.go)
+	_        [64 - 8 - 8 - 8 - 8 - 8]byte  // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -149,6 +150,7 @@ func (c *Client) Close() error {
 	var holds []*hold
 	var waiters []*waiter
 	var subs []*queue
+	var stops []func() bool
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
@@ -165,7 +167,11 @@ func (c *Client) Close() error {
 			delete(sh.queues, key)
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
+		stops = sh.stopWatchesLocked(stops)
 		sh.mu.Unlock()
+	}
+	for _, stop := range stops {
+		stop()
 	}
 	c.wd.stop()
 	for _, h := range holds {

@@ -78,7 +78,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 	return n == 1, err
 }
 
-func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration) (*waiter, *future.Future[struct{}]) {
 	if err := l.check(op); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
@@ -96,20 +96,20 @@ func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duratio
 	}
 	pc := newPermitCall(l.c, l.sh, spec, l.keys[1], wakeAll, 1, wait)
 	pc.resend = true // a GET may be sent again whatever happened to it
-	return pc.run(ctx, watch)
+	return pc.run(ctx)
 }
 
 // Await blocks until the latch is open (count zero) or ctx ends (then ctx's error). It costs no polling: awaiters
 // wait for the latch's channel. Safe for concurrent use.
 func (l *CountDownLatch) Await(ctx context.Context) error {
-	w, fut := l.await(ctx, "CountDownLatch.Await", -1, false)
+	w, fut := l.await(ctx, "CountDownLatch.Await", -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
 }
 
 // AwaitAsync is the asynchronous form of Await. It starts no goroutine.
 func (l *CountDownLatch) AwaitAsync(ctx context.Context) *future.Future[struct{}] {
-	_, fut := l.await(ctx, "CountDownLatch.AwaitAsync", -1, true)
+	_, fut := l.await(ctx, "CountDownLatch.AwaitAsync", -1)
 	return fut
 }
 
@@ -119,7 +119,7 @@ func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration
 	if err := tryFormError("CountDownLatch.AwaitTimeout", timeout); err != nil {
 		return false, err
 	}
-	w, fut := l.await(ctx, "CountDownLatch.AwaitTimeout", timeout, false)
+	w, fut := l.await(ctx, "CountDownLatch.AwaitTimeout", timeout)
 	return trySync(ctx, w, fut)
 }
 
@@ -128,6 +128,6 @@ func (l *CountDownLatch) AwaitTimeoutAsync(ctx context.Context, timeout time.Dur
 	if err := tryFormError("CountDownLatch.AwaitTimeoutAsync", timeout); err != nil {
 		return future.Completed(false, err)
 	}
-	_, fut := l.await(ctx, "CountDownLatch.AwaitTimeoutAsync", timeout, true)
+	_, fut := l.await(ctx, "CountDownLatch.AwaitTimeoutAsync", timeout)
 	return tryAsync(fut)
 }

@@ -40,8 +40,8 @@ func newPermitCall[T any](c *Client, sh *shard, spec *permitSpec[T], key string,
 	return pc
 }
 
-// run starts the call: watch makes it end when ctx ends (async calls). It returns the call and its future.
-func (pc *permitCall[T]) run(ctx context.Context, watch bool) (*waiter, *future.Future[T]) {
+// run starts the call, which ends when ctx ends, and returns it and its future.
+func (pc *permitCall[T]) run(ctx context.Context) (*waiter, *future.Future[T]) {
 	var zero T
 	if pc.c.closed.Load() {
 		return nil, future.Completed(zero, ErrClosed)
@@ -49,11 +49,15 @@ func (pc *permitCall[T]) run(ctx context.Context, watch bool) (*waiter, *future.
 	if err := ctx.Err(); err != nil {
 		return nil, future.Completed(zero, err)
 	}
-	if watch {
-		pc.watch(ctx)
+	if done := ctx.Done(); done != nil {
+		pc.p.CancelledBy(done) // the shard's watch of ctx fails the future when ctx ends (ctxwatch.go)
 	}
 	pc.sh.mu.Lock()
-	send := pc.state == wNew && pc.abandoned == nil && pc.startLocked(false, pc.startAt)
+	send := false
+	if pc.state == wNew && pc.abandoned == nil {
+		pc.watchLocked(ctx)
+		send = pc.startLocked(false, pc.startAt)
+	}
 	pc.sh.mu.Unlock()
 	if send {
 		pc.send()
@@ -90,17 +94,11 @@ func (pc *permitCall[T]) grantLocked(outcome) (*hold, error) {
 func (pc *permitCall[T]) succeed(outcome, *hold) {
 	if !pc.p.Succeed(pc.v) {
 		pc.undo(outcome{})
-		return
 	}
-	pc.stopWatch()
 }
 
 func (pc *permitCall[T]) fail(err error) bool {
-	if !pc.p.Fail(err) {
-		return false
-	}
-	pc.stopWatch()
-	return true
+	return pc.p.Fail(err)
 }
 
 func (pc *permitCall[T]) undo(outcome) {

@@ -66,8 +66,7 @@ func permitRaw(op, id string) (string, error) {
 	return string(b), nil
 }
 
-func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permits int, wait, lease time.Duration,
-	watch bool) (*waiter, *future.Future[[]string]) {
+func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permits int, wait, lease time.Duration) (*waiter, *future.Future[[]string]) {
 	fail := func(err error) (*waiter, *future.Future[[]string]) { return nil, future.Completed[[]string](nil, err) }
 	if err := s.check(op); err != nil {
 		return fail(err)
@@ -100,7 +99,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permi
 		},
 		undo: s.giveBack,
 	}
-	return newPermitCall(s.c, s.sh, spec, s.keys[2], wakePermits, int64(permits), wait).run(ctx, watch)
+	return newPermitCall(s.c, s.sh, spec, s.keys[2], wakePermits, int64(permits), wait).run(ctx)
 }
 
 // giveBack releases permits taken for a call whose caller will never see them. It does not block: it may run on
@@ -130,13 +129,13 @@ func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Durat
 
 // AcquireN takes permits permits, each with lease, and returns their ids. It blocks like Acquire.
 func (s *PermitExpirableSemaphore) AcquireN(ctx context.Context, permits int, lease time.Duration) ([]string, error) {
-	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.Acquire", permits, -1, lease, false)
+	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.Acquire", permits, -1, lease)
 	return waitSync(ctx, w, fut)
 }
 
 // AcquireAsync is the asynchronous form of AcquireN. It starts no goroutine.
 func (s *PermitExpirableSemaphore) AcquireAsync(ctx context.Context, permits int, lease time.Duration) *future.Future[[]string] {
-	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.AcquireAsync", permits, -1, lease, true)
+	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.AcquireAsync", permits, -1, lease)
 	return fut
 }
 
@@ -156,7 +155,7 @@ func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int,
 	if err := tryFormError("PermitExpirableSemaphore.TryAcquire", wait); err != nil {
 		return nil, err
 	}
-	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquire", permits, wait, lease, false)
+	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquire", permits, wait, lease)
 	return waitSync(ctx, w, fut)
 }
 
@@ -165,7 +164,7 @@ func (s *PermitExpirableSemaphore) TryAcquireAsync(ctx context.Context, permits 
 	if err := tryFormError("PermitExpirableSemaphore.TryAcquireAsync", wait); err != nil {
 		return future.Completed[[]string](nil, err)
 	}
-	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquireAsync", permits, wait, lease, true)
+	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.TryAcquireAsync", permits, wait, lease)
 	return fut
 }
 

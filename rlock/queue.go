@@ -118,6 +118,7 @@ func (q *queue) closeLocked(ws []*waiter) []*waiter {
 	for w := q.head; w != nil; {
 		next := w.next
 		w.stopTimerLocked()
+		w.unwatchLocked() // Close unregisters every watch of the shard itself
 		w.state = wDone
 		w.prev, w.next, w.q = nil, nil, nil
 		ws = append(ws, w)

@@ -149,7 +149,7 @@ func rlPermitsArg(op string, permits int64) error {
 	return nil
 }
 
-func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration) (*waiter, *future.Future[struct{}]) {
 	if err := r.check(op); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
@@ -175,7 +175,7 @@ func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wai
 			return outcome{bound: max(time.Duration(d)*time.Millisecond, time.Millisecond), hopeless: true, err: err}, struct{}{}
 		},
 	}
-	return newPermitCall(r.c, r.sh, spec, "", wakeAll, permits, wait).run(ctx, watch)
+	return newPermitCall(r.c, r.sh, spec, "", wakeAll, permits, wait).run(ctx)
 }
 
 // TryAcquire takes permits if the window has them now or will within wait (0: one attempt), sleeping on the
@@ -186,7 +186,7 @@ func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.D
 	if err := tryFormError("RateLimiter.TryAcquire", wait); err != nil {
 		return false, err
 	}
-	w, fut := r.acquire(ctx, "RateLimiter.TryAcquire", permits, wait, false)
+	w, fut := r.acquire(ctx, "RateLimiter.TryAcquire", permits, wait)
 	return trySync(ctx, w, fut)
 }
 
@@ -195,20 +195,20 @@ func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait t
 	if err := tryFormError("RateLimiter.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
 	}
-	_, fut := r.acquire(ctx, "RateLimiter.TryAcquireAsync", permits, wait, true)
+	_, fut := r.acquire(ctx, "RateLimiter.TryAcquireAsync", permits, wait)
 	return tryAsync(fut)
 }
 
 // Acquire takes permits, waiting as long as ctx allows. Safe for concurrent use.
 func (r *RateLimiter) Acquire(ctx context.Context, permits int64) error {
-	w, fut := r.acquire(ctx, "RateLimiter.Acquire", permits, -1, false)
+	w, fut := r.acquire(ctx, "RateLimiter.Acquire", permits, -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
 }
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine.
 func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.Future[struct{}] {
-	_, fut := r.acquire(ctx, "RateLimiter.AcquireAsync", permits, -1, true)
+	_, fut := r.acquire(ctx, "RateLimiter.AcquireAsync", permits, -1)
 	return fut
 }
 
@@ -247,7 +247,7 @@ func (l *FixedWindowLimiter) validate(op string, permits int64) error {
 	return nil
 }
 
-func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration) (*waiter, *future.Future[struct{}]) {
 	if err := l.validate(op, permits); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
@@ -265,7 +265,7 @@ func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int
 				hopeless: true}, struct{}{}
 		},
 	}
-	return newPermitCall(l.c, l.sh, spec, "", wakeAll, permits, wait).run(ctx, watch)
+	return newPermitCall(l.c, l.sh, spec, "", wakeAll, permits, wait).run(ctx)
 }
 
 // TryAcquire takes permits if the window allows them now or within wait (0: one attempt). It reports false when
@@ -274,7 +274,7 @@ func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait
 	if err := tryFormError("FixedWindowLimiter.TryAcquire", wait); err != nil {
 		return false, err
 	}
-	w, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquire", permits, wait, false)
+	w, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquire", permits, wait)
 	return trySync(ctx, w, fut)
 }
 
@@ -283,20 +283,20 @@ func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64,
 	if err := tryFormError("FixedWindowLimiter.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
 	}
-	_, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquireAsync", permits, wait, true)
+	_, fut := l.acquire(ctx, "FixedWindowLimiter.TryAcquireAsync", permits, wait)
 	return tryAsync(fut)
 }
 
 // Acquire takes permits, waiting for later windows as long as ctx allows.
 func (l *FixedWindowLimiter) Acquire(ctx context.Context, permits int64) error {
-	w, fut := l.acquire(ctx, "FixedWindowLimiter.Acquire", permits, -1, false)
+	w, fut := l.acquire(ctx, "FixedWindowLimiter.Acquire", permits, -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
 }
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine.
 func (l *FixedWindowLimiter) AcquireAsync(ctx context.Context, permits int64) *future.Future[struct{}] {
-	_, fut := l.acquire(ctx, "FixedWindowLimiter.AcquireAsync", permits, -1, true)
+	_, fut := l.acquire(ctx, "FixedWindowLimiter.AcquireAsync", permits, -1)
 	return fut
 }
 

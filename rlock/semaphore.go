@@ -34,7 +34,7 @@ func (c *Client) Semaphore(name string) *Semaphore {
 // Name returns the semaphore's name (its Redis key).
 func (s *Semaphore) Name() string { return s.name }
 
-func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration, watch bool) (*waiter, *future.Future[struct{}]) {
+func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration) (*waiter, *future.Future[struct{}]) {
 	if err := s.check(op); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
@@ -54,7 +54,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait ti
 		},
 		undo: func(struct{}) { s.giveBack(permits) },
 	}
-	return newPermitCall(s.c, s.sh, spec, s.keys[1], wakePermits, int64(permits), wait).run(ctx, watch)
+	return newPermitCall(s.c, s.sh, spec, s.keys[1], wakePermits, int64(permits), wait).run(ctx)
 }
 
 // giveBack returns permits taken for a call whose caller will never see them.
@@ -70,7 +70,7 @@ func (s *Semaphore) giveBack(permits int) {
 // Acquire takes permits, waiting as long as ctx allows until that many are available. It returns ctx's error when
 // ctx ended first (permits taken in flight are given back). Safe for concurrent use.
 func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
-	w, fut := s.acquire(ctx, "Semaphore.Acquire", permits, -1, false)
+	w, fut := s.acquire(ctx, "Semaphore.Acquire", permits, -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
 }
@@ -78,7 +78,7 @@ func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine; when ctx ends first the future fails
 // with ctx's error.
 func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Future[struct{}] {
-	_, fut := s.acquire(ctx, "Semaphore.AcquireAsync", permits, -1, true)
+	_, fut := s.acquire(ctx, "Semaphore.AcquireAsync", permits, -1)
 	return fut
 }
 
@@ -88,7 +88,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Durat
 	if err := tryFormError("Semaphore.TryAcquire", wait); err != nil {
 		return false, err
 	}
-	w, fut := s.acquire(ctx, "Semaphore.TryAcquire", permits, wait, false)
+	w, fut := s.acquire(ctx, "Semaphore.TryAcquire", permits, wait)
 	return trySync(ctx, w, fut)
 }
 
@@ -97,7 +97,7 @@ func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.
 	if err := tryFormError("Semaphore.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
 	}
-	_, fut := s.acquire(ctx, "Semaphore.TryAcquireAsync", permits, wait, true)
+	_, fut := s.acquire(ctx, "Semaphore.TryAcquireAsync", permits, wait)
 	return tryAsync(fut)
 }
 

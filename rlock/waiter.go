@@ -105,7 +105,6 @@ type waiter struct {
 	call     waitCall
 	startAt  time.Duration // on c.now(): when the call began
 	deadline time.Duration // on c.now(); 0 = wait as long as the context allows
-	stopCtx  func() bool   // stops the AfterFunc of an async call; set before the waiter is shared
 
 	// Set before the waiter is shared, then read-only. (The small fields are kept together: a waiter is allocated
 	// on every acquire, and this keeps the plain lock's call in the allocation size class it had.)
@@ -117,16 +116,20 @@ type waiter struct {
 	resend    bool     // an attempt that may have run (conn.ErrConnLost) may be sent again: it is read-only
 	handoff   bool     // an Unlock of the plain lock may hand the lock straight to this call
 
-	// Guarded by the shard mutex.
-	state      waitState
-	again      bool  // woken while an attempt was in flight: attempt again at once when it is refused
-	tmDeadline bool  // tm fires at the deadline (and is kept across attempts)
-	retries    uint8 // resends of the current attempt
-	abandoned  error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
-	q          *queue
-	prev, next *waiter
-	tm         *timer.Timeout
-	sentAt     time.Duration // when the attempt or hand-off in flight was sent
+	// Guarded by the shard mutex. (The small fields first, in what would otherwise be padding.)
+	state          waitState
+	again          bool  // woken while an attempt was in flight: attempt again at once when it is refused
+	tmDeadline     bool  // tm fires at the deadline (and is kept across attempts)
+	retries        uint8 // resends of the current attempt
+	watched        bool  // registered with its context's watch once (ctxwatch.go)
+	watchHit       bool  // its context ended while it was watched: the watch abandons it
+	abandoned      error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
+	q              *queue
+	prev, next     *waiter
+	tm             *timer.Timeout
+	cw             *ctxWatch     // the watch of the call's context while the call is watched
+	cwPrev, cwNext *waiter       // the watch's list
+	sentAt         time.Duration // when the attempt or hand-off in flight was sent
 }
 
 // init prepares a waiter for a call starting now. wait < 0 waits as long as the context allows; 0 makes one
@@ -140,21 +143,6 @@ func (w *waiter) init(c *Client, sh *shard, call waitCall, wait time.Duration) {
 		w.noWait = true
 	case wait > 0:
 		w.deadline = w.startAt + wait
-	}
-}
-
-// watch makes the call end when ctx ends: an async call's. It registers with context.AfterFunc: a registration,
-// no goroutine, for standard contexts (the callback gets a goroutine only when ctx actually ends). Called before
-// the waiter is shared, so the field is never written concurrently. A blocking call's Get watches ctx instead.
-func (w *waiter) watch(ctx context.Context) {
-	if ctx.Done() != nil {
-		w.stopCtx = context.AfterFunc(ctx, func() { w.abandon(ctx.Err(), false) })
-	}
-}
-
-func (w *waiter) stopWatch() {
-	if w.stopCtx != nil {
-		w.stopCtx()
 	}
 }
 
@@ -321,12 +309,16 @@ func (w *waiter) retryLocked(err error, handoff bool) bool {
 
 // leaveAction is what must follow a waiter's departure from a queue, once the shard mutex is released.
 type leaveAction struct {
-	empty    *queue  // the queue emptied: close its subscription
-	attempt  *waiter // the new head, to attempt now (state wAttempting)
-	attempt2 *waiter // a waiter an unused wake-up was passed to (state wAttempting)
+	empty    *queue      // the queue emptied: close its subscription
+	attempt  *waiter     // the new head, to attempt now (state wAttempting)
+	attempt2 *waiter     // a waiter an unused wake-up was passed to (state wAttempting)
+	unwatch  func() bool // unregisters the watch of the waiter's context, which nothing else watched
 }
 
 func (a leaveAction) run() {
+	if a.unwatch != nil {
+		a.unwatch()
+	}
 	if a.empty != nil {
 		a.empty.closeSubscription()
 	}
@@ -345,18 +337,19 @@ func (a leaveAction) run() {
 func (w *waiter) leaveLocked(granted bool) leaveAction {
 	w.state = wDone
 	w.stopTimerLocked()
+	unwatch := w.unwatchLocked()
 	passWake := w.again && !granted
 	w.again = false
 	q := w.q
 	if q == nil {
-		return leaveAction{}
+		return leaveAction{unwatch: unwatch}
 	}
 	after := w.next
 	empty, wasHead := q.leaveLocked(w)
 	if empty != nil {
-		return leaveAction{empty: empty}
+		return leaveAction{empty: empty, unwatch: unwatch}
 	}
-	var act leaveAction
+	act := leaveAction{unwatch: unwatch}
 	if wasHead && q.head != nil {
 		nh := q.head
 		switch {
