@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -77,8 +78,17 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	fs.DurationVar(&f.Lease, "lease", 10*time.Second, "fixed lease of libraries without a watchdog")
 	fs.DurationVar(&f.WatchdogTTL, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
 	fs.BoolVar(&f.Sync, "sync", false, "handshake with the orchestrator at the window's edges")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole case to this file (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		stopProfile, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "case:", err)
+			return 2
+		}
+		defer stopProfile()
 	}
 	base, variant, _ := strings.Cut(s.Library, ":")
 	factory, ok := factories[base]
@@ -169,4 +179,21 @@ func names(factories map[string]Factory) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// startCPUProfile starts profiling the process's CPU into path and returns the function that stops it and
+// closes the file.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
