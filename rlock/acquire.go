@@ -25,12 +25,18 @@ type lockObject struct {
 	rules lockRules // nil: the plain lock
 }
 
+// newLockObject returns the shared part of a handle on the lock name. A plain-layout handle then sets its keys
+// (setPlainKeys) in an array of its own allocation.
 func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lockObject {
-	lo := lockObject{object: c.newObject(name), kind: kind, rules: rules}
-	if kind == kindPlain {
-		lo.keys = []string{name, channelName(name)}
-	}
-	return lo
+	return lockObject{object: c.newObject(name), kind: kind, rules: rules}
+}
+
+// setPlainKeys makes arr, which lives in the handle's own allocation, the plain layout's keys {name, unlock
+// channel}: a handle is often made per call (c.Lock(name).Lock(ctx)), and a separate slice was one more
+// allocation each time.
+func (lo *lockObject) setPlainKeys(arr *[2]string) {
+	arr[0], arr[1] = lo.name, channelName(lo.name)
+	lo.keys = arr[:]
 }
 
 // lockRules is what a kind of lock other than the plain lock adds to the shared acquire.

@@ -132,7 +132,9 @@ func (c *Client) Conn() *conn.Client { return c.conn }
 // concurrent use, and interchangeable with any other handle on the same name from the same Client. An empty name
 // is reported by the handle's methods as an *ArgumentError.
 func (c *Client) Lock(name string) *Lock {
-	return &Lock{c.newLockObject(name, kindPlain, nil)}
+	l := &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
+	l.setPlainKeys(&l.keyArr)
+	return l
 }
 
 // Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held

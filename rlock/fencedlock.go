@@ -23,7 +23,8 @@ import (
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FencedLock struct {
 	lockObject
-	tokenKeys []string // {name, token key}
+	keyArr    [2]string // the keys of its lock commands (lockObject.keys)
+	tokenKeys []string  // {name, token key}
 }
 
 // Fence is the result of an acquire of a FencedLock: the held context and this acquire's token.
@@ -37,6 +38,7 @@ type Fence struct {
 func (c *Client) FencedLock(name string) *FencedLock {
 	l := &FencedLock{tokenKeys: []string{name, prefixName(lockTokenPrefix, name)}}
 	l.lockObject = c.newLockObject(name, kindPlain, l)
+	l.setPlainKeys(&l.keyArr)
 	return l
 }
 

@@ -14,7 +14,10 @@ import (
 // Every operation has an Async form returning a future; the blocking form is the Async call followed by Get.
 // Acquiring returns the held context: it carries the owner (acquire again with it to re-enter, unlock with it to
 // release) and is cancelled, with a cause, when the lock stops being held (see the package documentation).
-type Lock struct{ lockObject }
+type Lock struct {
+	lockObject
+	keyArr [2]string // the keys of its commands (lockObject.keys)
+}
 
 // Name returns the lock's name (its Redis key).
 func (l *Lock) Name() string { return l.name }
