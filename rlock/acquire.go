@@ -80,6 +80,9 @@ type lockCall struct {
 	// ever referenced (no queue, no timer, no retry, no replica wait): its completion releases its reference
 	// (recycle.go). Set under the shard mutex with the grant, read by the completion after it.
 	recyclable bool
+	// refs counts the parties still using a recycled blocking call (recycle.go; syncLockCall). Here, in what
+	// would otherwise be padding, to keep syncLockCall in its size class.
+	refs recycleRefs
 }
 
 // relay is the call's driver: its blocking call's Relay, or nil.
@@ -100,8 +103,8 @@ func (lc *lockCall) relay() *future.Relay {
 // of future's commit e110a8c (see BenchmarkW1, G=1, for this package's figures).
 type syncLockCall struct {
 	lockCall
-	steps future.Relay
-	refs  recycleRefs
+	steps     future.Relay
+	onAttempt func(resp.Value, error) // onAnyReply, bound once and kept across reuses (recycle.go)
 }
 
 // newLockCall allocates a call: a blocking one carries the Relay its Get drives, set as its future's
@@ -170,7 +173,7 @@ func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Dura
 	held, err := waitSync(ctx, &lc.waiter, f)
 	if err == nil {
 		// Done with lc (a failed call may still be referenced: it is left to the garbage collector).
-		lc.sync.refs.releaseLockCall(lc.sync)
+		lc.refs.releaseLockCall(lc.sync)
 	}
 	return held, err
 }
@@ -273,11 +276,11 @@ func (lc *lockCall) send() {
 	}
 	if lc.lo.rules == nil {
 		future.Follow(lc.relay(), lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
-			lc.onPlainReply)
+			lc.plainCallback())
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
-	future.Follow(lc.relay(), lc.c.conn.Eval(background, s, keys, args...), lc.onReply)
+	future.Follow(lc.relay(), lc.c.conn.Eval(background, s, keys, args...), lc.rulesCallback())
 }
 
 func (lc *lockCall) onPlainReply(v resp.Value, err error) {
@@ -289,6 +292,31 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 }
 
 func (lc *lockCall) onReply(v resp.Value, err error) { lc.settle(lc.lo.rules.decode(v, err), false) }
+
+// onAnyReply is onPlainReply or onReply, by the kind of lock: the one callback a recycled call binds once.
+func (lc *lockCall) onAnyReply(v resp.Value, err error) {
+	if lc.lo.rules == nil {
+		lc.onPlainReply(v, err)
+		return
+	}
+	lc.onReply(v, err)
+}
+
+// plainCallback is onPlainReply as a callback: a blocking call's, bound once, or a new method value.
+func (lc *lockCall) plainCallback() func(resp.Value, error) {
+	if lc.sync != nil {
+		return lc.sync.onAttempt
+	}
+	return lc.onPlainReply
+}
+
+// rulesCallback is onReply as a callback (see plainCallback).
+func (lc *lockCall) rulesCallback() func(resp.Value, error) {
+	if lc.sync != nil {
+		return lc.sync.onAttempt
+	}
+	return lc.onReply
+}
 
 // leaseArg is the call's lease as a script argument, without allocating for the watchdog's.
 func (lc *lockCall) leaseArg() string { return lc.c.leaseArg(lc.lease) }
@@ -335,7 +363,7 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 		c.obs.Acquired(ev)
 	}
 	if lc.recyclable {
-		lc.sync.refs.releaseLockCall(lc.sync) // the last touch of lc by its completion
+		lc.refs.releaseLockCall(lc.sync) // the last touch of lc by its completion
 	}
 }
 

@@ -34,6 +34,10 @@ func newSyncLockCall() *syncLockCall {
 	s.sync = s
 	s.p.SetDriver(&s.steps)
 	s.refs.n.Store(2)
+	if s.onAttempt == nil {
+		// Bound once for all the struct's uses: a method value passed to a future is an allocation each time.
+		s.onAttempt = s.onAnyReply
+	}
 	return s
 }
 
@@ -45,7 +49,8 @@ func (r *recycleRefs) releaseLockCall(s *syncLockCall) {
 	if hook := s.c.recycled; hook != nil {
 		hook(s)
 	}
-	*s = syncLockCall{}
+	cb := s.onAttempt
+	*s = syncLockCall{onAttempt: cb}
 	syncLockCalls.Put(s)
 }
 
@@ -55,6 +60,9 @@ func newSyncUnlockOp() *syncUnlockOp {
 	s.sync = s
 	s.p.SetDriver(&s.steps)
 	s.refs.n.Store(2)
+	if s.onAttempt == nil {
+		s.onAttempt = s.onAnyReply // bound once (see newSyncLockCall)
+	}
 	return s
 }
 
@@ -66,6 +74,7 @@ func (r *recycleRefs) release(s *syncUnlockOp) {
 	if hook := s.c.recycled; hook != nil {
 		hook(s)
 	}
-	*s = syncUnlockOp{}
+	cb := s.onAttempt
+	*s = syncUnlockOp{onAttempt: cb}
 	syncUnlockOps.Put(s)
 }

@@ -55,8 +55,9 @@ type unlockOp struct {
 // so that a sequential caller reads the release's reply itself (see syncLockCall). It is recycled (recycle.go).
 type syncUnlockOp struct {
 	unlockOp
-	steps future.Relay
-	refs  recycleRefs
+	steps     future.Relay
+	refs      recycleRefs
+	onAttempt func(resp.Value, error) // onAnyReply, bound once and kept across reuses (recycle.go)
 }
 
 // relay is the op's driver: its blocking Unlock's Relay, or nil.
@@ -197,15 +198,41 @@ func (op *unlockOp) send() {
 		exp := strconv.FormatInt(op.expect, 10)
 		if op.next != nil {
 			future.Follow(op.relay(), c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease,
-				unlockMessage, op.next.owner, op.next.leaseArg()), op.onHandoff)
+				unlockMessage, op.next.owner, op.next.leaseArg()), op.handoffCallback())
 			return
 		}
 		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
-			unlockMessage, c.pub), op.onRelease)
+			unlockMessage, c.pub), op.releaseCallback())
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
-	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.onRelease)
+	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.releaseCallback())
+}
+
+// onAnyReply is onHandoff or onRelease, by the command in flight: the one callback a recycled op binds once. op.next
+// is set exactly while a hand-off is in flight (onHandoff clears it before it resends an ordinary release).
+func (op *unlockOp) onAnyReply(v resp.Value, err error) {
+	if op.next != nil {
+		op.onHandoff(v, err)
+		return
+	}
+	op.onRelease(v, err)
+}
+
+// releaseCallback is onRelease as a callback: a blocking Unlock's, bound once, or a new method value.
+func (op *unlockOp) releaseCallback() func(resp.Value, error) {
+	if op.sync != nil {
+		return op.sync.onAttempt
+	}
+	return op.onRelease
+}
+
+// handoffCallback is onHandoff as a callback (see releaseCallback).
+func (op *unlockOp) handoffCallback() func(resp.Value, error) {
+	if op.sync != nil {
+		return op.sync.onAttempt
+	}
+	return op.onHandoff
 }
 
 // retry resends the release after a transport failure when that is safe: always when it was never sent, and after
