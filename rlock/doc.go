@@ -235,7 +235,18 @@
 //
 // # Concurrency
 //
-// Client and every handle (Lock, FairLock, Semaphore...) are safe for concurrent use. A held context may be used from any goroutine; two goroutines that
-// share an owner share its holds, so the lock does not exclude them from each other. Observer methods and future
-// callbacks run on the transport's event loop or the timer's worker and must not block.
+// Client and every handle (Lock, FairLock, Semaphore...) are safe for concurrent use. A held context may be used
+// from any goroutine; two goroutines that share an owner share its holds, so the lock does not exclude them from
+// each other. Observer methods and future callbacks run on the transport's event loop or the timer's worker and
+// must not block.
+//
+// Every call ends when its context does. Calls that share one context (a server's root context, an errgroup's) are
+// watched together, one registration per shard of the client's state, so sharing a context across thousands of
+// goroutines costs about what context.Background does.
+//
+// Goroutines sharing an owner should not race a re-entry against a release of the same lock: a release is
+// conditional on the hold count the client last saw (see "Release and retries"), and an acquire of the same owner
+// still in flight changes that count on the server. Unlock corrects its expectation once from the server's count;
+// when the count changes again meanwhile it fails with ErrNotHeld, and the client's count of the owner's holds may
+// differ from the server's until the hold ends. Let an acquire return before a release of the same owner starts.
 package rlock
