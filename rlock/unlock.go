@@ -394,6 +394,12 @@ func (op *unlockOp) partialReleasedLocked(released bool) (lostCause error) {
 	c, sh, h := op.c, op.sh, op.h
 	end := h.expireAt()
 	switch {
+	case released && h.kind != kindRead:
+		// The release deleted the owner's last hold although this client counted more: the server had fewer (the
+		// expected count was corrected from the server's, or another release of the owner ran first). Nothing is
+		// held any more; keeping the hold would renew nothing and report a lock the owner no longer has.
+		c.dropLocked(sh, h)
+		return ErrLockLost
 	case !h.kind.rwLayout():
 		// The plain layout's partial release re-arms the lease.
 		h.confirmLocked(localEnd(op.sentAt, h.lease), op.sentAt, false)
