@@ -27,7 +27,7 @@ func watchCount(c *Client) int {
 // uncontended calls with a shared cancellable context, nothing is watched any more.
 func TestSharedContextWatchEndsWithItsCalls(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -68,7 +68,7 @@ func TestSharedContextWatchEndsWithItsCalls(t *testing.T) {
 // with it (async calls), leaves its queue, and the watches and subscriptions go; the lock's holder is unaffected.
 func TestSharedContextEndAbandonsEveryWaiter(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	l := c.Lock("watch-held")
 	held, err := l.Lock(context.Background())
 	if err != nil {

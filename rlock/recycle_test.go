@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
@@ -69,21 +68,11 @@ func countRecycling(t *testing.T, c *Client) *recycleCounter {
 	return rc
 }
 
-func recycleClient(t *testing.T, srv *redistest.Server) *Client {
-	t.Helper()
-	c, err := NewClient(Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // Every uncontended blocking Lock and Unlock gives its struct back; async calls, whose futures belong to the
 // caller, never do.
 func TestBlockingCallsAreRecycled(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	rc := countRecycling(t, c)
 	ctx := context.Background()
 	l := c.Lock("recycle")
@@ -122,7 +111,7 @@ func TestBlockingCallsAreRecycled(t *testing.T) {
 // referenced it. Its Unlock is.
 func TestCallsThatWaitedAreNotRecycled(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	rc := countRecycling(t, c)
 	ctx := context.Background()
 	l := c.Lock("recycle-wait")
@@ -157,7 +146,7 @@ func TestCallsThatWaitedAreNotRecycled(t *testing.T) {
 // and the race detector sees no reuse of a struct somebody still holds.
 func TestRecyclingUnderContention(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	rc := countRecycling(t, c)
 	const names = 3
 	var inside [names]atomic.Int32 // goroutines holding each lock
@@ -214,7 +203,7 @@ func TestRecyclingUnderContention(t *testing.T) {
 // lock ends free.
 func TestAcquireDuringItsOwnersReleaseKeepsTheOp(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	rc := countRecycling(t, c)
 	owner := WithOwner(context.Background(), "5")
 	l := c.Lock("recycle-owner")

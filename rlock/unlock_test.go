@@ -13,7 +13,7 @@ import (
 // nothing is renewed or reported as held any more.
 func TestPartialReleaseThatDeletedTheLockEndsTheHold(t *testing.T) {
 	srv := redistest.Start(t)
-	c := recycleClient(t, srv)
+	c := relayClient(t, srv, nil)
 	ctx := WithOwner(context.Background(), "9")
 	l := c.Lock("phantom")
 	first, err := l.Lock(ctx)
