@@ -81,8 +81,11 @@ type lockCall struct {
 	// (recycle.go). Set under the shard mutex with the grant, read by the completion after it.
 	recyclable bool
 	// refs counts the parties still using a recycled blocking call (recycle.go; syncLockCall). Here, in what
-	// would otherwise be padding, to keep syncLockCall in its size class.
+	// would otherwise be padding.
 	refs recycleRefs
+	// counted is the count of its owner's acquire attempts in flight the call's attempt is part of (serial.go), or
+	// nil. Set before the attempt is sent, taken with its reply.
+	counted *holdSerial
 }
 
 // relay is the call's driver: its blocking call's Relay, or nil.
@@ -142,7 +145,7 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	}
 	lc := newLockCall(!async)
 	lc.lo, lc.ctx, lc.owner, lc.fresh, lc.lease = lo, ctx, own.id, own.fresh, lease
-	lc.init(c, lo.sh, lc, wait)
+	lc.init(lo.sh, lc, wait)
 	if lease == 0 {
 		lc.watchdog, lc.lease = true, c.cfg.WatchdogTimeout
 	}
@@ -232,18 +235,18 @@ func (lc *lockCall) start(now time.Duration) {
 	}
 	lc.watchLocked(lc.ctx)
 	reentry := false
-	if h := lc.heldLocked(); h != nil {
-		if h.state == holdReleasing && h.releasing != nil {
-			// The same owner's last release is in flight: acquire after it settled, so the release's retry
-			// condition (the expected count) cannot be confused by this grant.
-			op := h.releasing
+	if !lc.fresh {
+		key := lc.holdKey()
+		if op := sh.releaseAheadLocked(key); op != nil {
+			// A release of the same owner is in flight or queued: acquire after it settled, so that its
+			// expected count is not changed under it (serial.go).
 			op.observed = true // its future outlives the release: not recycled
 			sh.mu.Unlock()
-			op.p.Future().OnComplete(func(struct{}, error) { lc.start(lc.c.now()) })
+			op.p.Future().OnComplete(func(struct{}, error) { lc.start(lc.sh.c.now()) })
 			return
 		}
 		// Re-entry: never queued behind waiters, which would wait for this very owner.
-		reentry = true
+		reentry = sh.holds[key] != nil
 	}
 	send := lc.startLocked(reentry, now)
 	sh.mu.Unlock()
@@ -270,28 +273,37 @@ func (lc *lockCall) channel() string {
 // timer) the relay marks the attempt unattended, so that the transport reads the reply by itself. Either way the
 // reply is read exactly once and the callback registered once.
 func (lc *lockCall) send() {
-	if lc.c.synced() {
+	if !lc.fresh && !lc.countAttempt() {
+		return // sent once the release of the same owner in flight has settled
+	}
+	if lc.sh.c.synced() {
 		lc.sendSynced()
 		return
 	}
 	if lc.lo.rules == nil {
-		future.Follow(lc.relay(), lc.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
+		future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
 			lc.plainCallback())
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
-	future.Follow(lc.relay(), lc.c.conn.Eval(background, s, keys, args...), lc.rulesCallback())
+	future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, s, keys, args...), lc.rulesCallback())
 }
 
 func (lc *lockCall) onPlainReply(v resp.Value, err error) {
+	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
 	if err != nil {
 		lc.settle(outcome{err: err}, false)
-		return
+	} else {
+		lc.settle(parseAcquire(v), false)
 	}
-	lc.settle(parseAcquire(v), false)
+	sh.attemptSettled(counted)
 }
 
-func (lc *lockCall) onReply(v resp.Value, err error) { lc.settle(lc.lo.rules.decode(v, err), false) }
+func (lc *lockCall) onReply(v resp.Value, err error) {
+	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
+	lc.settle(lc.lo.rules.decode(v, err), false)
+	sh.attemptSettled(counted)
+}
 
 // onAnyReply is onPlainReply or onReply, by the kind of lock: the one callback a recycled call binds once.
 func (lc *lockCall) onAnyReply(v resp.Value, err error) {
@@ -319,11 +331,11 @@ func (lc *lockCall) rulesCallback() func(resp.Value, error) {
 }
 
 // leaseArg is the call's lease as a script argument, without allocating for the watchdog's.
-func (lc *lockCall) leaseArg() string { return lc.c.leaseArg(lc.lease) }
+func (lc *lockCall) leaseArg() string { return lc.sh.c.leaseArg(lc.lease) }
 
 // grantLocked records a grant to lc's owner: a new hold, or a re-entry of the hold it has.
 func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
-	c := lc.c
+	c := lc.sh.c
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -349,7 +361,7 @@ func (lc *lockCall) heldLocked() *hold {
 // succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
 // or wait ran out while the grant was in flight), the lock granted in flight is released instead.
 func (lc *lockCall) succeed(o outcome, h *hold) {
-	c := lc.c
+	c := lc.sh.c
 	var ev AcquiredEvent
 	if c.observed {
 		ev = AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
@@ -374,7 +386,7 @@ func (lc *lockCall) fail(err error) bool {
 // undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's
 // timeout).
 func (lc *lockCall) undo(o outcome) {
-	lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, o.count)
+	lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, o.count)
 }
 
 // giveBackResult releases the lock a blocking call was granted after it stopped waiting. Another completion won
@@ -382,7 +394,7 @@ func (lc *lockCall) undo(o outcome) {
 // after winning), so it waits for the result: it is being stored right now, Get returns at once.
 func (lc *lockCall) giveBackResult() {
 	if held, err := lc.p.Future().Get(background); err == nil && held != nil {
-		lc.c.unlockHeld(held)
+		lc.sh.c.unlockHeld(held)
 	}
 }
 
@@ -397,7 +409,7 @@ func (lc *lockCall) left() {
 // owner that holds the lock already cannot be told from its other holds).
 func (lc *lockCall) lostInFlight() {
 	if lc.fresh {
-		lc.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, 1)
+		lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, 1)
 	}
 }
 

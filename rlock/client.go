@@ -58,11 +58,13 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu       sync.Mutex
-	holds    map[holdKey]*hold             // held locks, by name and hash field
-	queues   map[string]*queue             // channels with waiters of this client
-	sleepers *queue                        // waiters woken by their timer alone (rate limiters)
-	watches  map[<-chan struct{}]*ctxWatch // the contexts of the calls in flight, by Done channel (ctxwatch.go)
-	_        [64 - 8 - 8 - 8 - 8 - 8]byte  // keep neighbouring shards' mutexes off one cache line
+	c        *Client                              // the client the shard belongs to
+	holds    map[holdKey]*hold                    // held locks, by name and hash field
+	queues   map[string]*queue                    // channels with waiters of this client
+	sleepers *queue                               // waiters woken by their timer alone (rate limiters)
+	watches  map[<-chan struct{}]*ctxWatch        // the contexts of the calls in flight, by Done channel (ctxwatch.go)
+	serial   map[holdKey]*holdSerial              // owners with acquires in flight or releases queued (serial.go)
+	_        [64 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -111,6 +113,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	c.pub = cc.PublishCommand()
 	for i := range c.shards {
 		sh := &c.shards[i]
+		sh.c = c
 		sh.holds = make(map[holdKey]*hold)
 		sh.queues = make(map[string]*queue)
 		sh.sleepers = &queue{c: c, sh: sh}

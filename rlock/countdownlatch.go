@@ -94,7 +94,7 @@ func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duratio
 			return outcome{granted: n <= 0, bound: recheckBound}, struct{}{}
 		},
 	}
-	pc := newPermitCall(l.c, l.sh, spec, l.keys[1], wakeAll, 1, wait)
+	pc := newPermitCall(l.sh, spec, l.keys[1], wakeAll, 1, wait)
 	pc.resend = true // a GET may be sent again whatever happened to it
 	return pc.run(ctx)
 }

@@ -244,9 +244,8 @@
 // watched together, one registration per shard of the client's state, so sharing a context across thousands of
 // goroutines costs about what context.Background does.
 //
-// Goroutines sharing an owner should not race a re-entry against a release of the same lock: a release is
-// conditional on the hold count the client last saw (see "Release and retries"), and an acquire of the same owner
-// still in flight changes that count on the server. Unlock corrects its expectation once from the server's count;
-// when the count changes again meanwhile it fails with ErrNotHeld, and the client's count of the owner's holds may
-// differ from the server's until the hold ends. Let an acquire return before a release of the same owner starts.
+// Goroutines sharing an owner may re-enter and release the same lock at once. A release is conditional on the hold
+// count the client last saw (see "Release and retries"), so the client sends the owner's commands that change that
+// count one after another, per lock: a release waits for the owner's acquire attempts in flight, and an acquire for
+// the owner's releases in flight or queued. Calls with owners of their own never wait for each other this way.
 package rlock

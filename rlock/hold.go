@@ -90,8 +90,8 @@ type hold struct {
 	confirmedAt time.Duration // on c.now(): when the last reply that moved end was applied (confirmLocked)
 	acquired    time.Duration // on c.now(): first acquisition, for ReleasedEvent.Held
 	tm          *timer.Timeout
-	// releasing is the last hold's release in flight (state holdReleasing): an acquire of the same owner waits for
-	// it (lockCall.start). Guarded by the shard mutex.
+	// releasing is the release of one of the hold's holds in flight (the last one: state holdReleasing): an
+	// acquire or another release of the same owner waits for it (serial.go). Guarded by the shard mutex.
 	releasing *unlockOp
 }
 

@@ -32,18 +32,18 @@ type permitSpec[T any] struct {
 
 // newPermitCall prepares a call on the object whose shard is sh, woken on channel key by rule (key "" : by its
 // bound alone), needing need permits; wait < 0 waits as long as the context allows, 0 makes one attempt.
-func newPermitCall[T any](c *Client, sh *shard, spec *permitSpec[T], key string, rule wakeRule, need int64,
+func newPermitCall[T any](sh *shard, spec *permitSpec[T], key string, rule wakeRule, need int64,
 	wait time.Duration) *permitCall[T] {
 	pc := &permitCall[T]{spec: spec, key: key}
 	pc.rule, pc.need = rule, int32(min(need, 1<<31-1))
-	pc.init(c, sh, pc, wait)
+	pc.init(sh, pc, wait)
 	return pc
 }
 
 // run starts the call, which ends when ctx ends, and returns it and its future.
 func (pc *permitCall[T]) run(ctx context.Context) (*waiter, *future.Future[T]) {
 	var zero T
-	if pc.c.closed.Load() {
+	if pc.sh.c.closed.Load() {
 		return nil, future.Completed(zero, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
@@ -71,9 +71,9 @@ func (pc *permitCall[T]) send() {
 	s, keys, args := pc.spec.attempt()
 	var f *future.Future[resp.Value]
 	if s == nil {
-		f = pc.c.conn.Do(background, args...)
+		f = pc.sh.c.conn.Do(background, args...)
 	} else {
-		f = pc.c.conn.Eval(background, s, keys, args...)
+		f = pc.sh.c.conn.Eval(background, s, keys, args...)
 	}
 	f.OnComplete(pc.onReply)
 }
@@ -85,7 +85,7 @@ func (pc *permitCall[T]) onReply(v resp.Value, err error) {
 }
 
 func (pc *permitCall[T]) grantLocked(outcome) (*hold, error) {
-	if pc.c.closed.Load() {
+	if pc.sh.c.closed.Load() {
 		return nil, ErrClosed
 	}
 	return nil, nil

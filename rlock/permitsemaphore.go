@@ -99,7 +99,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permi
 		},
 		undo: s.giveBack,
 	}
-	return newPermitCall(s.c, s.sh, spec, s.keys[2], wakePermits, int64(permits), wait).run(ctx)
+	return newPermitCall(s.sh, spec, s.keys[2], wakePermits, int64(permits), wait).run(ctx)
 }
 
 // giveBack releases permits taken for a call whose caller will never see them. It does not block: it may run on

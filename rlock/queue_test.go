@@ -27,10 +27,10 @@ func (s *stubCall) lostInFlight()                      {}
 // (an attempt in flight).
 func testQueue(rule wakeRule, needs []int64, busy map[int]bool) (*queue, []*waiter) {
 	c := &Client{}
-	sh := &shard{queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
+	sh := &shard{c: c, queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
 	ws := make([]*waiter, len(needs))
 	for i, n := range needs {
-		w := &waiter{c: c, sh: sh, rule: rule, need: int32(n), state: wIdle}
+		w := &waiter{sh: sh, rule: rule, need: int32(n), state: wIdle}
 		w.call = &stubCall{}
 		if busy[i] {
 			w.state = wAttempting
@@ -169,12 +169,12 @@ func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
 	tm := timer.New(timer.Config{})
 	defer tm.Stop()
 	c := &Client{timer: tm, epoch: time.Now()}
-	sh := &shard{queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
+	sh := &shard{c: c, queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
 	lo := &lockObject{object: object{c: c, sh: sh, name: "x"}, keys: []string{"x", "ch"}}
 	var ws []*lockCall
 	for i := range 2 {
 		lc := &lockCall{lo: lo, lease: time.Second}
-		lc.waiter = waiter{c: c, sh: sh, call: lc, rule: wakeOne, need: 1, exclusive: true, state: wIdle}
+		lc.waiter = waiter{sh: sh, call: lc, rule: wakeOne, need: 1, exclusive: true, state: wIdle}
 		if i == 0 {
 			lc.state = wAttempting
 		}

@@ -175,7 +175,7 @@ func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wai
 			return outcome{bound: max(time.Duration(d)*time.Millisecond, time.Millisecond), hopeless: true, err: err}, struct{}{}
 		},
 	}
-	return newPermitCall(r.c, r.sh, spec, "", wakeAll, permits, wait).run(ctx)
+	return newPermitCall(r.sh, spec, "", wakeAll, permits, wait).run(ctx)
 }
 
 // TryAcquire takes permits if the window has them now or will within wait (0: one attempt), sleeping on the
@@ -265,7 +265,7 @@ func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int
 				hopeless: true}, struct{}{}
 		},
 	}
-	return newPermitCall(l.c, l.sh, spec, "", wakeAll, permits, wait).run(ctx)
+	return newPermitCall(l.sh, spec, "", wakeAll, permits, wait).run(ctx)
 }
 
 // TryAcquire takes permits if the window allows them now or within wait (0: one attempt). It reports false when

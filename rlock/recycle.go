@@ -46,7 +46,7 @@ func (r *recycleRefs) releaseLockCall(s *syncLockCall) {
 	if r.n.Add(-1) != 0 {
 		return
 	}
-	if hook := s.c.recycled; hook != nil {
+	if hook := s.sh.c.recycled; hook != nil {
 		hook(s)
 	}
 	cb := s.onAttempt

@@ -29,7 +29,7 @@ func (c *Client) synced() bool { return c.cfg.SyncReplicas > 0 && !c.waitUnsuppo
 
 // sendSynced sends one acquire attempt of lc followed by WAIT (see send).
 func (lc *lockCall) sendSynced() {
-	c := lc.c
+	c := lc.sh.c
 	var cmd conn.Cmd
 	if lc.lo.rules == nil {
 		cmd = conn.Cmd{Script: acquireScript, Keys: lc.lo.keys[:1], Args: []string{lc.leaseArg(), lc.owner}}
@@ -43,6 +43,8 @@ func (lc *lockCall) sendSynced() {
 // onSyncedReply settles an attempt sent with WAIT: a refusal or a failure as any attempt, a grant once enough
 // replicas acknowledged it (or WAIT turned out to be unsupported: conn logged it, and later attempts go without).
 func (lc *lockCall) onSyncedReply(r conn.WaitResult, err error) {
+	sh, counted := lc.sh, lc.takeCounted()
+	defer sh.attemptSettled(counted) // once the reply is settled (or its grant given back)
 	var o outcome
 	switch {
 	case lc.lo.rules != nil:
@@ -54,9 +56,9 @@ func (lc *lockCall) onSyncedReply(r conn.WaitResult, err error) {
 	}
 	if o.granted {
 		switch {
-		case r.WaitErr == nil && r.Replicas >= lc.c.cfg.SyncReplicas:
+		case r.WaitErr == nil && r.Replicas >= lc.sh.c.cfg.SyncReplicas:
 		case errors.Is(r.WaitErr, conn.ErrWaitUnsupported):
-			lc.c.waitUnsupported.Store(true)
+			lc.sh.c.waitUnsupported.Store(true)
 		default:
 			lc.unsynced(o, r)
 			return
@@ -67,7 +69,7 @@ func (lc *lockCall) onSyncedReply(r conn.WaitResult, err error) {
 
 // unsynced gives back a grant too few replicas acknowledged, then retries the call or fails it.
 func (lc *lockCall) unsynced(o outcome, r conn.WaitResult) {
-	c := lc.c
+	c := lc.sh.c
 	lc.syncMisses++
 	rerr := &ReplicationError{Name: lc.lo.name, Wanted: c.cfg.SyncReplicas, Acked: r.Replicas,
 		Timeout: c.cfg.SyncTimeout, Attempts: int(lc.syncMisses), Err: r.WaitErr}
@@ -94,7 +96,7 @@ func (lc *lockCall) unsynced(o outcome, r conn.WaitResult) {
 // whose retries are used up fails; so does one whose grant could not be released (a new attempt would re-enter
 // that grant).
 func (lc *lockCall) afterUnsynced(rerr *ReplicationError) {
-	c, w := lc.c, &lc.waiter
+	c, w := lc.sh.c, &lc.waiter
 	if c.closed.Load() {
 		lc.failUnsynced(ErrClosed)
 		return
@@ -147,5 +149,5 @@ func (lc *lockCall) failUnsynced(err error) {
 	w.sh.mu.Unlock()
 	act.run()
 	lc.left()
-	lc.fail(lc.c.mapErr(err))
+	lc.fail(lc.sh.c.mapErr(err))
 }

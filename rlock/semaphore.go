@@ -54,7 +54,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait ti
 		},
 		undo: func(struct{}) { s.giveBack(permits) },
 	}
-	return newPermitCall(s.c, s.sh, spec, s.keys[1], wakePermits, int64(permits), wait).run(ctx)
+	return newPermitCall(s.sh, spec, s.keys[1], wakePermits, int64(permits), wait).run(ctx)
 }
 
 // giveBack returns permits taken for a call whose caller will never see them.

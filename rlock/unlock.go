@@ -93,6 +93,23 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	if h == nil || h.state != holdHeld || h.kind != kind || h.name != name || h.owner != owner {
 		h = sh.holds[holdKey{name, kind.field(owner)}]
 	}
+	if h != nil && h.state == holdHeld && sh.busyLocked(h) {
+		// Another command that changes the owner's count is in flight: this release goes after it (serial.go).
+		sh.queueReleaseLocked(h, op)
+		sh.mu.Unlock()
+		return op
+	}
+	op.beginLocked(h)
+	sh.mu.Unlock()
+	op.send()
+	return op
+}
+
+// beginLocked prepares the release of one hold of h (nil, or not held any more: nothing recorded here), just
+// before it is sent: the expected count is the one the client knows now, a last hold's renewal stops. Called with
+// the shard mutex held.
+func (op *unlockOp) beginLocked(h *hold) {
+	c, sh := op.c, op.sh
 	switch {
 	case h == nil || h.state != holdHeld:
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
@@ -100,21 +117,19 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	case h.count > 1:
 		op.h, op.expect, op.lease = h, int64(h.count), c.leaseArg(h.lease)
 		h.count--
+		h.releasing = op
 	default:
 		op.h, op.expect, op.lease, op.final = h, int64(h.count), c.leaseArg(h.lease), true
 		// Cancel the renewal first (Redisson #7272): nothing renews this lock once its release has started.
 		h.state = holdReleasing
 		h.stopTimerLocked()
 		h.releasing = op
-		if kind == kindPlain {
-			if q := sh.queues[keys[1]]; q != nil {
+		if op.kind == kindPlain {
+			if q := sh.queues[op.keys[1]]; q != nil {
 				op.next = q.takeForHandoffLocked()
 			}
 		}
 	}
-	sh.mu.Unlock()
-	op.send()
-	return op
 }
 
 // unlockHeld releases one hold through a held context, for a grant whose caller will never see it (the call was
@@ -340,14 +355,17 @@ func (op *unlockOp) onHandoff(v resp.Value, err error) {
 func (op *unlockOp) finish(released bool, err error) {
 	c, sh, h := op.c, op.sh, op.h
 	var cause, lostCause error
+	var next []*unlockOp
 	observed := false
 	if h != nil {
 		sh.mu.Lock()
 		observed = op.observed
+		if h.releasing == op {
+			h.releasing = nil
+		}
 		switch {
 		case op.final:
 			h.state = holdGone
-			h.releasing = nil
 			if k := h.key(); sh.holds[k] == h {
 				delete(sh.holds, k)
 			}
@@ -362,6 +380,7 @@ func (op *unlockOp) finish(released bool, err error) {
 			c.dropLocked(sh, h)
 			lostCause = ErrLockLost
 		}
+		next = sh.nextReleasesLocked(h.key())
 		sh.mu.Unlock()
 	}
 	if cause != nil {
@@ -377,6 +396,9 @@ func (op *unlockOp) finish(released bool, err error) {
 	op.p.Complete(struct{}{}, err)
 	if op.sync != nil && !observed {
 		op.sync.refs.release(op.sync)
+	}
+	for _, op := range next {
+		op.send()
 	}
 }
 

@@ -100,8 +100,7 @@ type outcome struct {
 
 // waiter is the engine's part of one call in progress. The typed side embeds it, so a call is one allocation.
 type waiter struct {
-	c        *Client
-	sh       *shard
+	sh       *shard // the shard of the call's object; its client is the call's (shard.c)
 	call     waitCall
 	startAt  time.Duration // on c.now(): when the call began
 	deadline time.Duration // on c.now(); 0 = wait as long as the context allows
@@ -134,10 +133,10 @@ type waiter struct {
 
 // init prepares a waiter for a call starting now. wait < 0 waits as long as the context allows; 0 makes one
 // attempt.
-func (w *waiter) init(c *Client, sh *shard, call waitCall, wait time.Duration) {
-	w.c, w.sh, w.call = c, sh, call
+func (w *waiter) init(sh *shard, call waitCall, wait time.Duration) {
+	w.sh, w.call = sh, call
 	w.need = max(w.need, 1)
-	w.startAt = c.now()
+	w.startAt = sh.c.now()
 	switch {
 	case wait == 0:
 		w.noWait = true
@@ -155,7 +154,7 @@ func (w *waiter) init(c *Client, sh *shard, call waitCall, wait time.Duration) {
 func (w *waiter) startLocked(barge bool, now time.Duration) bool {
 	if w.queueNew && !barge && !w.noWait {
 		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
-			w.c.joinLocked(w)
+			w.sh.c.joinLocked(w)
 			w.state = wIdle
 			w.armLocked(0)
 			return false
@@ -167,7 +166,7 @@ func (w *waiter) startLocked(barge bool, now time.Duration) bool {
 
 // beginAttemptLocked marks w as attempting; the caller sends the attempt after releasing the shard mutex. The
 // timer keeps only the wait's deadline, which bounds the call also while the attempt is in flight.
-func (w *waiter) beginAttemptLocked() { w.beginAttemptAtLocked(w.c.now()) }
+func (w *waiter) beginAttemptLocked() { w.beginAttemptAtLocked(w.sh.c.now()) }
 
 // beginAttemptAtLocked is beginAttemptLocked with the clock read at now (at most the moment of sending).
 func (w *waiter) beginAttemptAtLocked(now time.Duration) {
@@ -179,7 +178,7 @@ func (w *waiter) beginAttemptAtLocked(now time.Duration) {
 // settle applies the outcome of w's attempt, or of a hand-off naming it. It runs on the event loop that received
 // the reply, or on the timer's worker.
 func (w *waiter) settle(o outcome, handoff bool) {
-	c, sh := w.c, w.sh
+	c, sh := w.sh.c, w.sh
 	sh.mu.Lock()
 	if w.state != wAttempting && w.state != wGranting {
 		// Close took it away while the command was in flight.
@@ -284,7 +283,7 @@ func (w *waiter) settle(o outcome, handoff bool) {
 // something is not (a second grant would count twice), and a hand-off that failed is left to the releasing side,
 // which retries it.
 func (w *waiter) retryLocked(err error, handoff bool) bool {
-	c := w.c
+	c := w.sh.c
 	safe := errors.Is(err, conn.ErrUnavailable) || (w.resend && errors.Is(err, conn.ErrConnLost))
 	if handoff || !safe || int(w.retries) >= c.cfg.RetryAttempts || w.abandoned != nil {
 		return false
@@ -392,7 +391,7 @@ func (w *waiter) armLocked(bound time.Duration) {
 		w.stopTimerLocked() // nothing to arm, and no clock to read
 		return
 	}
-	now := w.c.now()
+	now := w.sh.c.now()
 	at, atDeadline := time.Duration(-1), false
 	if bound > 0 {
 		at = now + bound
@@ -408,7 +407,7 @@ func (w *waiter) armLocked(bound time.Duration) {
 		return // armed already: the deadline's timer is kept across attempts
 	}
 	w.stopTimerLocked()
-	if tm, err := w.c.timer.NewTimeout(w, max(at-now, 0)); err == nil {
+	if tm, err := w.sh.c.timer.NewTimeout(w, max(at-now, 0)); err == nil {
 		w.tm, w.tmDeadline = tm, atDeadline
 	}
 }
@@ -430,7 +429,7 @@ func (w *waiter) Run(t *timer.Timeout) {
 		return
 	}
 	w.tm = nil
-	if w.deadline != 0 && w.c.now() >= w.deadline {
+	if w.deadline != 0 && w.sh.c.now() >= w.deadline {
 		sh.mu.Unlock()
 		w.abandon(ErrNotAcquired, false)
 		return

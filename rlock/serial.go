@@ -1,0 +1,149 @@
+package rlock
+
+// Serializing the commands that change an owner's hold count. A release is conditional on the count the client
+// knows the owner has (see the package documentation, "Release and retries"), so it must not run on the server
+// while another command of the same owner changes that count: an acquire attempt of the owner still in flight, or
+// another release. Goroutines that share an owner (a held context passed around, WithOwner) can start such commands
+// at once; the client then sends them one after another, per lock and owner (holdKey):
+//
+//   - a release waits while an acquire attempt of the owner or another release is in flight, or releases are
+//     queued before it; it is queued here and begun (its expected count taken) when its turn comes;
+//   - an acquire attempt waits while a release of the owner is in flight or queued (lockCall.start, lockCall.send);
+//   - acquire attempts go together: acquires commute, and each reply reports the count it made.
+//
+// An owner made for one call (the calls that take no owner from their context) cannot meet another command of its
+// own: its attempts skip all of this, and a release that finds nothing in flight is sent at once. Nothing is
+// allocated unless commands actually meet.
+
+// holdSerial is what one lock and owner have in flight or waiting, while they have any.
+type holdSerial struct {
+	key      holdKey
+	acquires int         // acquire attempts in flight
+	waiting  []*unlockOp // releases queued, in order
+}
+
+// busyLocked reports whether a release of h must wait: a release of h or an acquire attempt of its owner is in
+// flight, or releases are queued before it. The shard mutex is held.
+func (sh *shard) busyLocked(h *hold) bool {
+	if h.releasing != nil {
+		return true
+	}
+	if len(sh.serial) == 0 {
+		return false
+	}
+	s := sh.serial[h.key()]
+	return s != nil && (s.acquires > 0 || len(s.waiting) > 0)
+}
+
+// queueReleaseLocked queues op, a release of h, to be begun and sent when nothing else of its owner is in flight.
+// The shard mutex is held.
+func (sh *shard) queueReleaseLocked(h *hold, op *unlockOp) {
+	s := sh.serialOfLocked(h.key())
+	s.waiting = append(s.waiting, op)
+}
+
+// releaseAheadLocked returns the release an acquire attempt of key's owner must wait for: the one in flight, or
+// else the last one queued; nil when there is none. The shard mutex is held.
+func (sh *shard) releaseAheadLocked(key holdKey) *unlockOp {
+	if h := sh.holds[key]; h != nil && h.releasing != nil {
+		return h.releasing
+	}
+	if s := sh.serial[key]; s != nil && len(s.waiting) > 0 {
+		return s.waiting[len(s.waiting)-1]
+	}
+	return nil
+}
+
+// nextReleasesLocked begins the first queued release of key once nothing of its owner is in flight, and returns it
+// for the caller to send after releasing the shard mutex; none when there is none or its turn has not come. When
+// the owner no longer holds the lock here (released, lost, closed), every queued release is begun at once: each
+// goes out unconditionally, as for an owner this client records nothing of, and nothing will be in flight to begin
+// them later. The shard mutex is held.
+func (sh *shard) nextReleasesLocked(key holdKey) []*unlockOp {
+	if len(sh.serial) == 0 {
+		return nil
+	}
+	s := sh.serial[key]
+	h := sh.holds[key]
+	if s == nil || s.acquires > 0 || len(s.waiting) == 0 || (h != nil && h.releasing != nil) {
+		return nil
+	}
+	n := len(s.waiting)
+	if h != nil && h.state == holdHeld {
+		n = 1
+	}
+	ops := make([]*unlockOp, n)
+	copy(ops, s.waiting)
+	clear(s.waiting[:n])
+	s.waiting = s.waiting[n:]
+	sh.dropSerialIfIdleLocked(s)
+	for _, op := range ops {
+		op.beginLocked(h)
+	}
+	return ops
+}
+
+func (sh *shard) serialOfLocked(key holdKey) *holdSerial {
+	s := sh.serial[key]
+	if s == nil {
+		if sh.serial == nil {
+			sh.serial = make(map[holdKey]*holdSerial)
+		}
+		s = &holdSerial{key: key}
+		sh.serial[key] = s
+	}
+	return s
+}
+
+func (sh *shard) dropSerialIfIdleLocked(s *holdSerial) {
+	if s.acquires == 0 && len(s.waiting) == 0 && sh.serial[s.key] == s {
+		delete(sh.serial, s.key)
+	}
+}
+
+// holdKey is the key of the hold lc's owner has, or will have, of lc's lock.
+func (lc *lockCall) holdKey() holdKey { return holdKey{lc.lo.name, lc.lo.kind.field(lc.owner)} }
+
+// countAttempt counts an acquire attempt of lc's owner as in flight, just before it is sent, and reports true; or,
+// when a release of the owner is in flight or queued, arranges for the attempt to be sent once that release has
+// settled and reports false. Only for an owner that did not come with the call (not fresh).
+func (lc *lockCall) countAttempt() bool {
+	sh := lc.sh
+	key := lc.holdKey()
+	sh.mu.Lock()
+	if op := sh.releaseAheadLocked(key); op != nil {
+		op.observed = true // its future outlives the release: not recycled
+		sh.mu.Unlock()
+		op.p.Future().OnComplete(func(struct{}, error) { lc.send() })
+		return false
+	}
+	s := sh.serialOfLocked(key)
+	s.acquires++
+	lc.counted = s
+	sh.mu.Unlock()
+	return true
+}
+
+// takeCounted returns the count lc's attempt in flight is part of, if any, and forgets it. Called with the
+// attempt's reply, before the reply is settled (after that, lc may be recycled).
+func (lc *lockCall) takeCounted() *holdSerial {
+	s := lc.counted
+	lc.counted = nil
+	return s
+}
+
+// attemptSettled ends the count of an acquire attempt in flight (s nil: it was not counted), once its reply was
+// settled (a grant it made is in the hold's count), and sends the release that waited for it, if any.
+func (sh *shard) attemptSettled(s *holdSerial) {
+	if s == nil {
+		return
+	}
+	sh.mu.Lock()
+	s.acquires--
+	next := sh.nextReleasesLocked(s.key)
+	sh.dropSerialIfIdleLocked(s)
+	sh.mu.Unlock()
+	for _, op := range next {
+		op.send()
+	}
+}
