@@ -163,15 +163,7 @@ func TestRecyclingUnderContention(t *testing.T) {
 			for range iters {
 				i := r.IntN(names)
 				l := c.Lock("recycle-" + strconv.Itoa(i))
-				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(r.IntN(3000))*time.Microsecond)
-				var held context.Context
-				var err error
-				if r.IntN(2) == 0 {
-					held, err = l.Lock(ctx)
-				} else {
-					held, err = l.TryLock(ctx, time.Duration(r.IntN(2000))*time.Microsecond, 0)
-				}
-				cancel()
+				held, err := acquireBriefly(r, l, context.Background())
 				switch {
 				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrNotAcquired):
 					continue

@@ -52,16 +52,7 @@ func TestSharedOwnerReentriesAndReleasesInterleave(t *testing.T) {
 			for range iters {
 				i := r.IntN(names)
 				l := c.Lock("serial-" + strconv.Itoa(i))
-				ctx, cancel := context.WithTimeout(WithOwner(context.Background(), owner),
-					time.Duration(r.IntN(3000))*time.Microsecond)
-				var held context.Context
-				var err error
-				if r.IntN(2) == 0 {
-					held, err = l.Lock(ctx)
-				} else {
-					held, err = l.TryLock(ctx, time.Duration(r.IntN(2000))*time.Microsecond, 0)
-				}
-				cancel()
+				held, err := acquireBriefly(r, l, WithOwner(context.Background(), owner))
 				switch {
 				case errors.Is(err, context.DeadlineExceeded), errors.Is(err, ErrNotAcquired):
 					continue
@@ -96,4 +87,15 @@ func TestSharedOwnerReentriesAndReleasesInterleave(t *testing.T) {
 		}
 		sh.mu.Unlock()
 	}
+}
+
+// acquireBriefly acquires l with parent's owner, within a context of up to 3 ms: by Lock, or by TryLock with a wait
+// of up to 2 ms, at random. Either may end with the context's error or ErrNotAcquired.
+func acquireBriefly(r *rand.Rand, l *Lock, parent context.Context) (context.Context, error) {
+	ctx, cancel := context.WithTimeout(parent, time.Duration(r.IntN(3000))*time.Microsecond)
+	defer cancel()
+	if r.IntN(2) == 0 {
+		return l.Lock(ctx)
+	}
+	return l.TryLock(ctx, time.Duration(r.IntN(2000))*time.Microsecond, 0)
 }
