@@ -65,8 +65,8 @@ type lockCall struct {
 	// before. Set before the call is shared.
 	sync *syncLockCall
 	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
-	// context (for its values) when the lock is granted. Its cancellation is watched by the caller's Get (sync
-	// calls) or by context.AfterFunc (async calls), never by this struct.
+	// context (for its values) when the lock is granted. Its cancellation is watched by its shard's watch of it
+	// (ctxwatch.go), which the call joins when it starts.
 	ctx      context.Context
 	owner    string        // <clientUUID>:<ownerID>
 	lease    time.Duration // the lease a grant gives (also the next head's bound while the lock is held)

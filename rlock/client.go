@@ -57,14 +57,15 @@ const numShards = 64
 // these objects. Nothing blocking, no conn call and no promise completion happens while mu is held: decisions are
 // made under mu, actions after it.
 type shard struct {
-	mu       sync.Mutex
-	c        *Client                              // the client the shard belongs to
-	holds    map[holdKey]*hold                    // held locks, by name and hash field
-	queues   map[string]*queue                    // channels with waiters of this client
-	sleepers *queue                               // waiters woken by their timer alone (rate limiters)
-	watches  map[<-chan struct{}]*ctxWatch        // the contexts of the calls in flight, by Done channel (ctxwatch.go)
-	serial   map[holdKey]*holdSerial              // owners with acquires in flight or releases queued (serial.go)
-	_        [64 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	mu         sync.Mutex
+	c          *Client                                  // the client the shard belongs to
+	holds      map[holdKey]*hold                        // held locks, by name and hash field
+	queues     map[string]*queue                        // channels with waiters of this client
+	sleepers   *queue                                   // waiters woken by their timer alone (rate limiters)
+	watches    map[<-chan struct{}]*ctxWatch            // calls' contexts by Done channel (ctxwatch.go)
+	serial     map[holdKey]*holdSerial                  // owners' commands in flight (serial.go)
+	freeSerial *holdSerial                              // serial's unused entries, for reuse
+	_          [64 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the

@@ -65,8 +65,8 @@ type holdKey struct{ name, field string }
 // parent of that cancel context (a context without cancellation that carries the owner and the acquiring
 // context's values), so no extra value context is needed, and it is the timer Task of its own timeout, so
 // scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in what would
-// otherwise be padding. The final release in flight (releasing) fills the struct's last 8 bytes: a shard map kept
-// it before, at two map operations per Unlock.
+// otherwise be padding. The release in flight (releasing) fills the struct's last 8 bytes: a shard map kept it
+// before, at two map operations per Unlock.
 type hold struct {
 	c      *Client
 	name   string

@@ -20,6 +20,7 @@ type holdSerial struct {
 	key      holdKey
 	acquires int         // acquire attempts in flight
 	waiting  []*unlockOp // releases queued, in order
+	free     *holdSerial // next on the shard's free list, while unused
 }
 
 // busyLocked reports whether a release of h must wait: a release of h or an acquire attempt of its owner is in
@@ -83,21 +84,32 @@ func (sh *shard) nextReleasesLocked(key holdKey) []*unlockOp {
 	return ops
 }
 
+// serialOfLocked returns key's entry, making one if there is none: from the shard's free list when it has one, so
+// that an owner whose every acquire is counted (re-entries, WithOwner) does not allocate one per attempt.
 func (sh *shard) serialOfLocked(key holdKey) *holdSerial {
 	s := sh.serial[key]
 	if s == nil {
 		if sh.serial == nil {
 			sh.serial = make(map[holdKey]*holdSerial)
 		}
-		s = &holdSerial{key: key}
+		if s = sh.freeSerial; s != nil {
+			sh.freeSerial, s.free = s.free, nil
+		} else {
+			s = &holdSerial{}
+		}
+		s.key = key
 		sh.serial[key] = s
 	}
 	return s
 }
 
+// dropSerialIfIdleLocked removes s from the shard once nothing is in flight or queued for its owner, onto the free
+// list: nobody refers to it any more (a counted attempt keeps acquires above zero).
 func (sh *shard) dropSerialIfIdleLocked(s *holdSerial) {
 	if s.acquires == 0 && len(s.waiting) == 0 && sh.serial[s.key] == s {
 		delete(sh.serial, s.key)
+		*s = holdSerial{waiting: s.waiting[:0], free: sh.freeSerial}
+		sh.freeSerial = s
 	}
 }
 

@@ -46,8 +46,8 @@ type unlockOp struct {
 	retried     bool  // an earlier attempt may have run on the server
 	adopted     bool  // expect was corrected from the server's count once
 	attempts    uint8 // retries made
-	// observed: an acquire of the same owner found this op as its hold's release in flight and waits for its
-	// future (lockCall.start), so the op is not recycled. Guarded by the shard mutex.
+	// observed: an acquire of the same owner found this op in flight or queued and waits for its future
+	// (serial.go), so the op is not recycled. Guarded by the shard mutex.
 	observed bool
 }
 
@@ -380,7 +380,9 @@ func (op *unlockOp) finish(released bool, err error) {
 			c.dropLocked(sh, h)
 			lostCause = ErrLockLost
 		}
-		next = sh.nextReleasesLocked(h.key())
+		if len(sh.serial) != 0 {
+			next = sh.nextReleasesLocked(h.key())
+		}
 		sh.mu.Unlock()
 	}
 	if cause != nil {
