@@ -19,7 +19,7 @@ func plan(o options) []workload.Spec {
 		lockLibs = append(lockLibs, l)
 	}
 	var cases []workload.Spec
-	add := func(w, lib string, g, keys int) {
+	add := func(w, lib string, g, keys int) *workload.Spec {
 		s := workload.Spec{
 			Workload: w, Library: lib, Goroutines: g, Keys: keys,
 			Duration: o.duration, Warmup: o.warmup,
@@ -29,13 +29,20 @@ func plan(o options) []workload.Spec {
 			s.Warmup = 0
 		}
 		cases = append(cases, s)
+		return &cases[len(cases)-1]
 	}
 	for _, w := range o.workloads {
 		switch w {
 		case workload.W1:
+			procs := o.w1Procs
+			if len(procs) == 0 {
+				procs = []int{0}
+			}
 			for _, g := range o.w1G {
-				for _, l := range lockLibs {
-					add(w, l, g, g)
+				for _, p := range procs {
+					for _, l := range lockLibs {
+						add(w, l, g, g).Procs = p
+					}
 				}
 			}
 		case workload.W2:
@@ -109,6 +116,9 @@ func describe(s workload.Spec) string {
 	case workload.W5:
 		return fmt.Sprintf("%s %s keys=%d", s.Workload, s.Library, s.Keys)
 	default:
+		if s.Procs > 0 {
+			return fmt.Sprintf("%s %s G=%d GOMAXPROCS=%d", s.Workload, s.Library, s.Goroutines, s.Procs)
+		}
 		return fmt.Sprintf("%s %s G=%d", s.Workload, s.Library, s.Goroutines)
 	}
 }

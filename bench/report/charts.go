@@ -75,8 +75,8 @@ func configs(recs []workload.Record) []string {
 func libraries(recs []workload.Record) []string {
 	var out []string
 	for _, r := range recs {
-		if !contains(out, r.Library) {
-			out = append(out, r.Library)
+		if !contains(out, r.Label()) {
+			out = append(out, r.Label())
 		}
 	}
 	return out
@@ -151,7 +151,7 @@ func throughputChart(id string, recs []workload.Record, ceiling float64) render.
 		for j, cfg := range cfgs {
 			data[j] = opts.BarData{Value: 0}
 			for _, r := range inConfig(recs, cfg) {
-				if r.Library == lib {
+				if r.Label() == lib {
 					data[j] = opts.BarData{Value: round(r.OpsPerSec)}
 				}
 			}
@@ -185,7 +185,7 @@ func cdfChart(id, cfg string, recs []workload.Record) render.Renderer {
 				data = append(data, opts.LineData{Value: []any{roundTo(p.Us, 1), p.Pct}})
 			}
 		}
-		line.AddSeries(r.Library, data, charts.WithLineChartOpts(opts.LineChart{Step: "end", ShowSymbol: opts.Bool(false)}))
+		line.AddSeries(r.Label(), data, charts.WithLineChartOpts(opts.LineChart{Step: "end", ShowSymbol: opts.Bool(false)}))
 	}
 	return line
 }
@@ -229,7 +229,7 @@ func histogramChart(id, cfg string, recs []workload.Record) render.Renderer {
 				data[binIndex(b.UpToUs)-lo] = opts.BarData{Value: roundTo(100*float64(b.Count)/float64(total), 3)}
 			}
 		}
-		bar.AddSeries(r.Library, data, charts.WithBarChartOpts(opts.BarChart{BarGap: "0%"}))
+		bar.AddSeries(r.Label(), data, charts.WithBarChartOpts(opts.BarChart{BarGap: "0%"}))
 	}
 	return bar
 }
@@ -254,7 +254,7 @@ func fairnessChart(recs []workload.Record) render.Renderer {
 	var x []string
 	var jain, reacq []opts.BarData
 	for _, r := range recs {
-		x = append(x, r.Library+" "+config(r))
+		x = append(x, r.Label()+" "+config(r))
 		jain = append(jain, opts.BarData{Value: roundTo(100*r.Jain, 1)})
 		reacq = append(reacq, opts.BarData{Value: roundTo(r.ReacqPct, 1)})
 	}

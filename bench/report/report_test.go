@@ -101,6 +101,30 @@ func TestTablesCarryRatiosToOursAndToTheCeiling(t *testing.T) {
 	}
 }
 
+func TestW1ComparesOursBestGOMAXPROCSWithEveryRun(t *testing.T) {
+	rec := func(lib string, procs int, set bool, ops float64) workload.Record {
+		return workload.Record{Workload: workload.W1, Library: lib, Goroutines: 1024, Keys: 1024, OpsPerSec: ops,
+			GOMAXPROCS: procs, GOMAXPROCSSet: set}
+	}
+	recs := []workload.Record{rec("ours", 2, false, 100_000), rec("rueidis", 2, false, 80_000),
+		rec("ours", 1, true, 120_000), rec("rueidis", 1, true, 60_000)}
+	tb := pairsTable(workload.W1, recs, Ceiling{})
+	var got []string
+	for _, row := range tb.Rows {
+		got = append(got, row[0]+" "+row[2]+" "+row[4])
+	}
+	want := []string{"ours 2 (default) —", "rueidis 2 (default) 1.50×", "ours 1 —", "rueidis 1 2.00×"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("rows (library, GOMAXPROCS, ours÷lib) = %q, want %q", got, want)
+	}
+	if l := recs[2].Label(); l != "ours GOMAXPROCS=1" {
+		t.Fatalf("label of a chosen GOMAXPROCS = %q", l)
+	}
+	if l := recs[0].Label(); l != "ours" {
+		t.Fatalf("label with Go's default = %q", l)
+	}
+}
+
 func TestTextAlignsColumns(t *testing.T) {
 	text := Text(sampleReport())
 	lines := strings.Split(text, "\n")
@@ -124,7 +148,7 @@ func TestTextAlignsColumns(t *testing.T) {
 
 func TestMarkdownHasATablePerSection(t *testing.T) {
 	md := Markdown(sampleReport())
-	for _, want := range []string{"## W1 — uncontended", "| library | G | pairs/s |", "**90,000**", "|---|---:|"} {
+	for _, want := range []string{"## W1 — uncontended", "| library | G | GOMAXPROCS | pairs/s |", "**90,000**", "|---|---:|"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}

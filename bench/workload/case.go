@@ -41,8 +41,11 @@ type Spec struct {
 	// AcquireBudget(N).
 	AcquireTimeout time.Duration
 	RunID          string // prefix that keeps this case's keys apart from any other's
-	StallAge       time.Duration
-	StopGrace      time.Duration
+	// Procs is the case process's GOMAXPROCS; 0 leaves Go's default (the
+	// CPUs the process may use).
+	Procs     int
+	StallAge  time.Duration
+	StopGrace time.Duration
 }
 
 func (s *Spec) defaults() {

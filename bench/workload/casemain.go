@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strings"
@@ -52,7 +53,7 @@ func (f CaseFlags) Args() []string {
 		"-duration", s.Duration.String(), "-warmup", s.Warmup.String(),
 		"-hold", s.Hold.String(), "-run-id", s.RunID,
 		"-lease", f.Lease.String(), "-ttl", f.WatchdogTTL.String(),
-		fmt.Sprintf("-sync=%t", f.Sync),
+		fmt.Sprintf("-sync=%t", f.Sync), "-procs", fmt.Sprint(s.Procs),
 	}
 }
 
@@ -78,9 +79,18 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	fs.DurationVar(&f.Lease, "lease", 10*time.Second, "fixed lease of libraries without a watchdog")
 	fs.DurationVar(&f.WatchdogTTL, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
 	fs.BoolVar(&f.Sync, "sync", false, "handshake with the orchestrator at the window's edges")
+	fs.IntVar(&s.Procs, "procs", 0, "GOMAXPROCS of this process (0: Go's default)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole case to this file (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if s.Procs < 0 {
+		fmt.Fprintf(stderr, "case: -procs %d: want 0 (Go's default) or a positive GOMAXPROCS\n", s.Procs)
+		return 2
+	}
+	if s.Procs > 0 {
+		// Before the library starts any goroutine or event loop.
+		runtime.GOMAXPROCS(s.Procs)
 	}
 	if *cpuProfile != "" {
 		stopProfile, err := startCPUProfile(*cpuProfile)
@@ -127,6 +137,8 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Window) (Record, error) {
 	rec := Record{Workload: spec.Workload, Library: spec.Library, Goroutines: spec.Goroutines,
 		Keys: spec.Keys, ClientCmds: -1}
+	stamp := func(r *Record) { r.GOMAXPROCS, r.GOMAXPROCSSet = runtime.GOMAXPROCS(0), spec.Procs > 0 }
+	stamp(&rec)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	lib, err := factory(dctx, cfg)
 	cancel()
@@ -138,6 +150,7 @@ func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Wi
 		return rec, fmt.Errorf("starting %s: %w", spec.Library, err)
 	}
 	rec, err = Run(ctx, lib, spec, win)
+	stamp(&rec)
 	closed := make(chan error, 1)
 	// Owned by runCase: ends when Close returns; not waited for past the
 	// bound, since the process exits right after the record is written.

@@ -1,5 +1,7 @@
 package workload
 
+import "fmt"
+
 // Record is the result of one case: one (workload, library, goroutines, keys)
 // run in its own process. The case process fills the client-side fields; the
 // orchestrator adds the server-side and machine-wide ones (server_cpu,
@@ -12,6 +14,11 @@ type Record struct {
 	Library    string `json:"library"`
 	Goroutines int    `json:"goroutines"`
 	Keys       int    `json:"keys"`
+
+	// GOMAXPROCS is what the case process ran with; GOMAXPROCSSet tells that
+	// the orchestrator chose it (Spec.Procs) rather than Go's default.
+	GOMAXPROCS    int  `json:"gomaxprocs"`
+	GOMAXPROCSSet bool `json:"gomaxprocs_set,omitempty"`
 
 	// NotApplicable is set, with the reason, when the library lacks what the
 	// workload needs (no watchdog, no async API); nothing else is measured.
@@ -111,4 +118,13 @@ type Point struct {
 type Bar struct {
 	UpToUs float64 `json:"up_to_us"`
 	Count  int64   `json:"count"`
+}
+
+// Label names the record's library for tables and charts: the library, with
+// the GOMAXPROCS it ran with when the orchestrator chose it ("ours GOMAXPROCS=1").
+func (r Record) Label() string {
+	if r.GOMAXPROCSSet {
+		return fmt.Sprintf("%s GOMAXPROCS=%d", r.Library, r.GOMAXPROCS)
+	}
+	return r.Library
 }

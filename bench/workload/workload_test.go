@@ -1,7 +1,12 @@
 package workload
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -187,5 +192,35 @@ func TestAsyncIsNotApplicableWithoutAnAsyncAPI(t *testing.T) {
 func TestUnknownWorkloadIsAnError(t *testing.T) {
 	if _, err := Run(context.Background(), newMemLib(), spec("w9", 1, 1), nil); err == nil {
 		t.Fatal("no error for workload w9")
+	}
+}
+
+func TestCaseRunsAtTheGOMAXPROCSItIsGivenAndRecordsIt(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	factories := map[string]Factory{"mem": func(context.Context, Config) (Library, error) { return newMemLib(), nil }}
+	for _, c := range []struct {
+		procs string
+		want  int
+		set   bool
+	}{{"0", runtime.GOMAXPROCS(0), false}, {"1", 1, true}} {
+		var out, errOut bytes.Buffer
+		code := CaseMain([]string{"-lib", "mem", "-g", "2", "-duration", "50ms", "-warmup", "0s", "-procs", c.procs},
+			factories, strings.NewReader(""), &out, &errOut)
+		if code != 0 {
+			t.Fatalf("-procs %s: exit %d: %s", c.procs, code, errOut.String())
+		}
+		var m Message
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil || m.Record == nil {
+			t.Fatalf("-procs %s: output %q: %v", c.procs, out.String(), err)
+		}
+		if m.Record.GOMAXPROCS != c.want || m.Record.GOMAXPROCSSet != c.set || m.Record.Ops == 0 {
+			t.Errorf("-procs %s: record GOMAXPROCS %d (set %t), %d ops; want %d (set %t)", c.procs,
+				m.Record.GOMAXPROCS, m.Record.GOMAXPROCSSet, m.Record.Ops, c.want, c.set)
+		}
+	}
+	var errOut bytes.Buffer
+	if code := CaseMain([]string{"-lib", "mem", "-procs", "-2"}, factories, strings.NewReader(""), io.Discard,
+		&errOut); code != 2 || !strings.Contains(errOut.String(), "-procs -2") {
+		t.Errorf("-procs -2: exit %d, %q; want 2 and a message naming the flag", code, errOut.String())
 	}
 }

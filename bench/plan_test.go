@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+)
+
+func TestW1ProcsAutoLeavesALocalServerACore(t *testing.T) {
+	for _, c := range []struct {
+		in, addr string
+		ncpu     int
+		want     []int
+	}{
+		{"auto", "", 2, []int{0, 1}},
+		{"auto", "127.0.0.1:6379", 8, []int{0, 7}},
+		{"auto", "10.0.0.5:6379", 8, []int{0}}, // a remote server needs no core of ours
+		{"auto", "", 1, []int{0}},
+		{"0,1,1,2", "", 2, []int{0, 1, 2}},
+	} {
+		got, err := procsList(c.in, c.addr, c.ncpu)
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("procsList(%q, %q, %d) = %v, %v; want %v", c.in, c.addr, c.ncpu, got, err, c.want)
+		}
+	}
+	for _, bad := range []string{"-1", "one", ","} {
+		if got, err := procsList(bad, "", 2); err == nil {
+			t.Errorf("procsList(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func TestW1RunsEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-w1-procs", "0,1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range plan(o) {
+		got = append(got, fmt.Sprintf("%s/%s/%d", describe(c), c.Library, c.Procs))
+	}
+	want := []string{
+		"w1 ours G=64/ours/0", "w1 rueidis G=64/rueidis/0",
+		"w1 ours G=64 GOMAXPROCS=1/ours/1", "w1 rueidis G=64 GOMAXPROCS=1/rueidis/1",
+		"w2 ours G=64 keys=1/ours/0", "w2 rueidis G=64 keys=1/rueidis/0",
+		"w2 ours G=64 keys=16/ours/0", "w2 rueidis G=64 keys=16/rueidis/0",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
+	}
+}
