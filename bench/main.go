@@ -44,7 +44,7 @@ type options struct {
 	ttl         time.Duration
 	lease       time.Duration
 	w1G         []int
-	w1Procs     []int // 0 = Go's default
+	procs       []int // 0 = Go's default
 	w2G         int
 	w2Keys      []int
 	w4G         []int
@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	var o options
-	var workloads, libs, w1G, w1Procs, w2Keys, w4G, w5Keys string
+	var workloads, libs, w1G, procs, w2Keys, w4G, w5Keys string
 	fs.StringVar(&o.addr, "addr", "", "redis-server host:port (default: start an embedded one on loopback)")
 	fs.StringVar(&workloads, "workloads", "w1,w2,w3,w4,w5,raw", "workloads to run")
 	fs.StringVar(&libs, "libs", "ours,redsync,redislock,rueidislock,rueidis,goredis", "libraries to run (raw runs the transports among them; ours brings ours-conn)")
@@ -105,8 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.ttl, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
 	fs.DurationVar(&o.lease, "lease", 10*time.Second, "fixed lease for libraries without a watchdog (W1, W2, W4)")
 	fs.StringVar(&w1G, "g", "1,64,1024", "W1/raw: goroutine counts")
-	fs.StringVar(&w1Procs, "w1-procs", "auto", "W1: GOMAXPROCS values every library runs with, 0 = Go's default; auto = 0, and "+
-		"NumCPU-1 when the server is local (the client leaves the server a core)")
+	fs.StringVar(&procs, "procs", "auto", "W1, W2: GOMAXPROCS values every library runs with, 0 = Go's default; auto = 0, "+
+		"and NumCPU-1 when the server is local (the client leaves the server a core)")
 	fs.IntVar(&o.w2G, "w2-g", 64, "W2: goroutines")
 	fs.StringVar(&w2Keys, "w2-keys", "1,16", "W2: key counts")
 	fs.StringVar(&w4G, "w4-g", "2,16", "W4: goroutine counts (one key)")
@@ -139,7 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		def("duration", func() { o.duration = 400 * time.Millisecond })
 		def("warmup", func() { o.warmup = 100 * time.Millisecond })
 		def("g", func() { w1G = "1,64" })
-		def("w1-procs", func() { w1Procs = "0" })
+		def("procs", func() { procs = "0" })
 		def("w4-g", func() { w4G = "2" })
 		def("w5-keys", func() { w5Keys = "256" })
 		def("n", func() { o.n = 1000 })
@@ -172,7 +172,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.w1G, err = intList("g", w1G); err != nil {
 		return o, err
 	}
-	if o.w1Procs, err = procsList(w1Procs, o.addr, runtime.NumCPU()); err != nil {
+	if o.procs, err = procsList(procs, o.addr, runtime.NumCPU()); err != nil {
 		return o, err
 	}
 	if o.w2Keys, err = intList("w2-keys", w2Keys); err != nil {
@@ -225,7 +225,7 @@ func intList(name, s string) ([]int, error) {
 	return out, nil
 }
 
-// procsList resolves -w1-procs: "auto" is Go's default (0) and, when the
+// procsList resolves -procs (W1 and W2): "auto" is Go's default (0) and, when the
 // server shares this machine (embedded or on loopback) and it has more than
 // one CPU, NumCPU-1: the client then leaves the server a core of its own
 // instead of competing with it for both, which is the better setting for some
@@ -242,14 +242,14 @@ func procsList(s, addr string, ncpu int) ([]int, error) {
 	for _, p := range splitList(s) {
 		var n int
 		if _, err := fmt.Sscan(p, &n); err != nil || n < 0 {
-			return nil, fmt.Errorf("-w1-procs: %q is not auto, 0 (Go's default) or a positive GOMAXPROCS", p)
+			return nil, fmt.Errorf("-procs: %q is not auto, 0 (Go's default) or a positive GOMAXPROCS", p)
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
 	if len(out) == 0 {
-		return nil, errors.New("-w1-procs: empty list")
+		return nil, errors.New("-procs: empty list")
 	}
 	return out, nil
 }

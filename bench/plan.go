@@ -11,6 +11,7 @@ import (
 // workload configuration by configuration with every library next to each
 // other (so that drift of the machine over the run affects the comparison
 // between libraries as little as possible). ours runs first in each group.
+// W1 and W2 run each configuration at every GOMAXPROCS of -procs.
 func plan(o options) []workload.Spec {
 	libs := slices.Clone(o.libs)
 	slices.SortStableFunc(libs, func(a, b string) int { return boolInt(!isOurs(a)) - boolInt(!isOurs(b)) })
@@ -31,13 +32,13 @@ func plan(o options) []workload.Spec {
 		cases = append(cases, s)
 		return &cases[len(cases)-1]
 	}
+	procs := o.procs
+	if len(procs) == 0 {
+		procs = []int{0}
+	}
 	for _, w := range o.workloads {
 		switch w {
 		case workload.W1:
-			procs := o.w1Procs
-			if len(procs) == 0 {
-				procs = []int{0}
-			}
 			for _, g := range o.w1G {
 				for _, p := range procs {
 					for _, l := range lockLibs {
@@ -47,8 +48,10 @@ func plan(o options) []workload.Spec {
 			}
 		case workload.W2:
 			for _, k := range o.w2Keys {
-				for _, l := range lockLibs {
-					add(w, l, o.w2G, k)
+				for _, p := range procs {
+					for _, l := range lockLibs {
+						add(w, l, o.w2G, k).Procs = p
+					}
 				}
 			}
 		case workload.W3:
@@ -110,6 +113,9 @@ func boolInt(b bool) int {
 func describe(s workload.Spec) string {
 	switch s.Workload {
 	case workload.W2:
+		if s.Procs > 0 {
+			return fmt.Sprintf("%s %s G=%d keys=%d GOMAXPROCS=%d", s.Workload, s.Library, s.Goroutines, s.Keys, s.Procs)
+		}
 		return fmt.Sprintf("%s %s G=%d keys=%d", s.Workload, s.Library, s.Goroutines, s.Keys)
 	case workload.W3:
 		return fmt.Sprintf("%s %s N=%d", s.Workload, s.Library, s.Keys)

@@ -31,8 +31,8 @@ func TestW1ProcsAutoLeavesALocalServerACore(t *testing.T) {
 	}
 }
 
-func TestW1RunsEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
-	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-w1-procs", "0,1"}, io.Discard)
+func TestW1AndW2RunEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-procs", "0,1"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,9 @@ func TestW1RunsEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
 		"w1 ours G=64/ours/0", "w1 rueidis G=64/rueidis/0",
 		"w1 ours G=64 GOMAXPROCS=1/ours/1", "w1 rueidis G=64 GOMAXPROCS=1/rueidis/1",
 		"w2 ours G=64 keys=1/ours/0", "w2 rueidis G=64 keys=1/rueidis/0",
+		"w2 ours G=64 keys=1 GOMAXPROCS=1/ours/1", "w2 rueidis G=64 keys=1 GOMAXPROCS=1/rueidis/1",
 		"w2 ours G=64 keys=16/ours/0", "w2 rueidis G=64 keys=16/rueidis/0",
+		"w2 ours G=64 keys=16 GOMAXPROCS=1/ours/1", "w2 rueidis G=64 keys=16 GOMAXPROCS=1/rueidis/1",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("plan =\n%q\nwant\n%q", got, want)

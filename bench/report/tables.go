@@ -63,7 +63,7 @@ func byWorkload(recs []workload.Record, w string) []workload.Record {
 }
 
 // ours finds the ours record with the same configuration as r; of several
-// (W1 runs each library at every GOMAXPROCS of -w1-procs), the fastest.
+// (W1 and W2 run each library at every GOMAXPROCS of -procs), the fastest.
 func ours(recs []workload.Record, r workload.Record) *workload.Record {
 	var best *workload.Record
 	for i := range recs {
@@ -141,7 +141,7 @@ func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
 		t.Note = "One op = one acquire + one release (the pair); latency of the pair. stalled = goroutines whose pair " +
 			"had been in flight for more than 1 s when the window closed (oldest in brackets). CPU figures are cores " +
 			"used during the window; other CPU = machine - client - server (⚠ = above the threshold after reruns). " +
-			"Each library runs at every GOMAXPROCS of -w1-procs (by default Go's own and, with the server on this " +
+			"Each library runs at every GOMAXPROCS of -procs (by default Go's own and, with the server on this " +
 			"machine, one CPU fewer: the client then leaves the server a core instead of competing with it for " +
 			"both); ours÷lib divides ours' best run at the same G by the row."
 	} else {
@@ -173,16 +173,18 @@ func contendedTable(recs []workload.Record) Table {
 			"per-goroutine acquisitions (1 = even); waiting >1s = goroutines still waiting more than 1 s when the " +
 			"window closed (oldest in brackets). No think time. All contenders share one process: libraries that hand " +
 			"the lock to a local waiter in-process (ours, rueidislock's gate) are flattered relative to contention " +
-			"between processes.",
-		Headers: []string{"library", "G", "keys", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
+			"between processes. As W1, each library runs at every GOMAXPROCS of -procs; ours÷lib divides ours' " +
+			"best run of the same G and keys by the row.",
+		Headers: []string{"library", "G", "keys", "GOMAXPROCS", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
 			"waiting >1s", "client cmds/acq", "reacq%", "Jain", "min/max per G", "gave-ups",
 			"violations (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines)}, r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r)},
+				r.NotApplicable, len(t.Headers)))
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys),
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r),
 			bold(count(r.OpsPerSec)), ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Waiting, r.WaitingOldestMs), perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated),
 			fmt.Sprintf("%.0f", r.ReacqPct), fmt.Sprintf("%.2f", r.Jain), fmt.Sprintf("%d/%d", r.MinPerG, r.MaxPerG),
