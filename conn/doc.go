@@ -54,9 +54,10 @@
 // server runs on the same few cores (a 2-core VM, a benchmark box), those callers preempt it and every command's
 // state crosses between the cores' caches. A process that can leave the server a core (GOMAXPROCS = cores - 1) then
 // does more with less: on 2 cores, 1024 goroutines locking and unlocking (bench W1) cost 5.4 µs of client CPU per
-// pair at GOMAXPROCS=1 against 8.3 µs at 2 (CPU profiles of the same case), and GOMAXPROCS=1 made more pairs/s in
-// each of nine runs that measured both side by side (1.01-1.35×, median 1.14×). With the server on another
-// machine, keep Go's default.
+// pair at GOMAXPROCS=1 against 8.3 µs at 2 (CPU profiles of the same case); GOMAXPROCS=1 made more pairs/s in 14
+// of 16 runs that measured both side by side (0.71-1.35×, median 1.11×), and kept the server at 0.9 core or more in
+// 10 of the 12 whose server CPU was recorded, against 4 of 12 at Go's default. With the server on another machine,
+// keep Go's default.
 //
 // # Latency lane
 //
