@@ -282,11 +282,11 @@ func (lc *lockCall) send() {
 	}
 	if lc.lo.rules == nil {
 		future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
-			lc.plainCallback())
+			lc.callback())
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
-	future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, s, keys, args...), lc.rulesCallback())
+	future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, s, keys, args...), lc.callback())
 }
 
 func (lc *lockCall) onPlainReply(v resp.Value, err error) {
@@ -314,20 +314,12 @@ func (lc *lockCall) onAnyReply(v resp.Value, err error) {
 	lc.onReply(v, err)
 }
 
-// plainCallback is onPlainReply as a callback: a blocking call's, bound once, or a new method value.
-func (lc *lockCall) plainCallback() func(resp.Value, error) {
+// callback is onAnyReply as a callback: a blocking call's, bound once, or a new method value.
+func (lc *lockCall) callback() func(resp.Value, error) {
 	if lc.sync != nil {
 		return lc.sync.onAttempt
 	}
-	return lc.onPlainReply
-}
-
-// rulesCallback is onReply as a callback (see plainCallback).
-func (lc *lockCall) rulesCallback() func(resp.Value, error) {
-	if lc.sync != nil {
-		return lc.sync.onAttempt
-	}
-	return lc.onReply
+	return lc.onAnyReply
 }
 
 // leaseArg is the call's lease as a script argument, without allocating for the watchdog's.

@@ -81,6 +81,24 @@ func (o *goroutineObserver) count(g int64) (acquired, released, nAcq, nRel int) 
 	return acquired, released, len(o.acquired), len(o.relGo)
 }
 
+// lockUnlock runs n blocking Lock+Unlock pairs on l, one after another, and checks that each Unlock ended its held
+// context with ErrReleased.
+func lockUnlock(t *testing.T, ctx context.Context, l *Lock, n int) {
+	t.Helper()
+	for range n {
+		held, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(held); err != nil {
+			t.Fatal(err)
+		}
+		if cause := context.Cause(held); cause != ErrReleased {
+			t.Fatalf("held context's cause after Unlock: %v, want ErrReleased", cause)
+		}
+	}
+}
+
 func relayClient(t *testing.T, srv *redistest.Server, obs Observer) *Client {
 	t.Helper()
 	// A response timeout and ping interval far beyond the tests' bounds: a reply left unread would stall the
@@ -103,26 +121,10 @@ func TestBlockingLockAndUnlockReadTheirOwnReplies(t *testing.T) {
 	ctx := context.Background()
 	l := c.Lock("relay:own")
 	// Warm up: the first EVALSHA of each script meets NOSCRIPT and is loaded and resent.
-	for range 2 {
-		held, err := l.Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Unlock(held); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lockUnlock(t, ctx, l, 2)
 	obs.reset()
 	const n = 20
-	for range n {
-		held, err := l.Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Unlock(held); err != nil {
-			t.Fatal(err)
-		}
-	}
+	lockUnlock(t, ctx, l, n)
 	// The lane takes a command only while the client is otherwise idle, which a sequential caller is, but a
 	// health-check PING may take it now and then: most pairs, not all, must be read by the caller.
 	acq, rel, nAcq, nRel := obs.count(goid())

@@ -76,18 +76,7 @@ func TestBlockingCallsAreRecycled(t *testing.T) {
 	ctx := context.Background()
 	l := c.Lock("recycle")
 	const n = 200
-	for range n {
-		held, err := l.Lock(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Unlock(held); err != nil {
-			t.Fatal(err)
-		}
-		if context.Cause(held) != ErrReleased {
-			t.Fatalf("held context's cause after Unlock: %v", context.Cause(held))
-		}
-	}
+	lockUnlock(t, ctx, l, n)
 	rc.await(t, n, n)
 
 	for range n {

@@ -213,15 +213,15 @@ func (op *unlockOp) send() {
 		exp := strconv.FormatInt(op.expect, 10)
 		if op.next != nil {
 			future.Follow(op.relay(), c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease,
-				unlockMessage, op.next.owner, op.next.leaseArg()), op.handoffCallback())
+				unlockMessage, op.next.owner, op.next.leaseArg()), op.callback())
 			return
 		}
 		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
-			unlockMessage, c.pub), op.releaseCallback())
+			unlockMessage, c.pub), op.callback())
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
-	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.releaseCallback())
+	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.callback())
 }
 
 // onAnyReply is onHandoff or onRelease, by the command in flight: the one callback a recycled op binds once. op.next
@@ -234,20 +234,12 @@ func (op *unlockOp) onAnyReply(v resp.Value, err error) {
 	op.onRelease(v, err)
 }
 
-// releaseCallback is onRelease as a callback: a blocking Unlock's, bound once, or a new method value.
-func (op *unlockOp) releaseCallback() func(resp.Value, error) {
+// callback is onAnyReply as a callback: a blocking Unlock's, bound once, or a new method value.
+func (op *unlockOp) callback() func(resp.Value, error) {
 	if op.sync != nil {
 		return op.sync.onAttempt
 	}
-	return op.onRelease
-}
-
-// handoffCallback is onHandoff as a callback (see releaseCallback).
-func (op *unlockOp) handoffCallback() func(resp.Value, error) {
-	if op.sync != nil {
-		return op.sync.onAttempt
-	}
-	return op.onHandoff
+	return op.onAnyReply
 }
 
 // retry resends the release after a transport failure when that is safe: always when it was never sent, and after
