@@ -50,9 +50,11 @@ type Client struct {
 
 // New validates cfg, starts the event loops, finds the topology (asking the Sentinels for the master, or a seed
 // node for the cluster's slot map) and dials the pools. It blocks until every connection of the pools has
-// connected or failed (each bounded by DialTimeout) and returns an error if none connected (matching
-// ErrUnavailable, wrapping the cause: refused, timeout, AUTH failure, no Sentinel or seed answering...).
-// Connections that failed while others succeeded are retried in the background. Close the Client when done.
+// connected or failed (each bounded by DialTimeout) and returns an error if none connected: a *ConnError matching
+// ErrUnavailable and wrapping the cause (connection refused, timeout, a wrong handshake answer, no Sentinel or seed
+// answering...), or matching ErrAuth (credentials or permissions refused) or ErrInvalidConfig (a database, client
+// name or TLS setting the server refuses) instead, which no retry will fix. Connections that failed while others
+// succeeded are retried in the background. Close the Client when done.
 func New(cfg Config) (*Client, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -184,6 +184,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.EventLoops == 0 {
 		c.EventLoops = DefaultEventLoops
 	}
+	for i := 0; i < len(c.ClientName); i++ {
+		if b := c.ClientName[i]; b <= ' ' || b > '~' {
+			return c, invalid("ClientName %q: Redis accepts only printable ASCII without spaces (byte %d)", c.ClientName, i)
+		}
+	}
 	if c.FlushPolicy != FlushOnReply && c.FlushPolicy != FlushEager {
 		return c, invalid("FlushPolicy %d is unknown", int(c.FlushPolicy))
 	}

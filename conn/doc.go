@@ -11,7 +11,9 @@
 //
 // Every call returns a future (package future) at once; the blocking form is the call plus Get. Error replies
 // complete the future with a *resp.ServerError; connection failures with a *ConnError (errors.Is ErrConnLost: the
-// command may have run; ErrUnavailable: it was never sent); Close with ErrClosed.
+// command may have run; ErrUnavailable: it was never sent, retry later; ErrAuth or ErrInvalidConfig: it was never
+// sent because the server refused the connection's credentials or configuration, and retrying will not help);
+// Close with ErrClosed. No error and no log line holds a password: URLs are quoted as RedactURL shows them.
 //
 // # Pipelining
 //

@@ -112,6 +112,11 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 	}
 	delay := backoff(&s.cl.cfg, s.failures)
 	s.failures++
+	if refused(err) {
+		// The server refused the credentials or the configuration: only someone fixing them can change that, so
+		// ask again at the slowest pace rather than on the short backoff of a transient failure.
+		delay = s.cl.cfg.ReconnectMaxBackoff
+	}
 	if s.switched {
 		// retarget closed it to move to a new address: dial that at once.
 		s.switched, s.failures, delay = false, 0, 0
@@ -119,8 +124,13 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 		// A Sentinel or cluster node lost a connection: the topology may have changed.
 		s.ep.rt.topologyChanged()
 	}
-	s.cl.cfg.Logger.Info("conn: connection closed; reconnecting", "addr", s.addr, "pubsub", s.ps != nil,
-		"error", err, "delay", delay)
+	if refused(err) {
+		s.cl.cfg.Logger.Error("conn: the server refused the connection; fix the configuration or the server's ACL",
+			"addr", s.addr, "pubsub", s.ps != nil, "error", err, "retry_in", delay)
+	} else {
+		s.cl.cfg.Logger.Info("conn: connection closed; reconnecting", "addr", s.addr, "pubsub", s.ps != nil,
+			"error", err, "delay", delay)
+	}
 	if delay == 0 {
 		next := s.connectLocked()
 		s.mu.Unlock()

@@ -1,7 +1,10 @@
 package conn_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/redistest"
@@ -60,4 +63,46 @@ func TestTLSEndToEnd(t *testing.T) {
 		_, err := c.Do(ctx, "GET", "k").Get(ctx)
 		return err
 	})
+}
+
+// rediss:// against a plaintext port fails fast with an error that says so, instead of waiting for DialTimeout
+// (redis-server reads the ClientHello as an inline command that never ends) and saying "context deadline exceeded".
+func TestTLSAgainstAPlaintextServerFailsFastSayingSo(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithPassword("pw"))
+	for range 3 { // whether or not the ClientHello happens to hold a newline that makes the server answer
+		cfg, err := conn.ParseURL("rediss://:pw@" + srv.Addr() + "?dial_timeout=5s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		c, err := conn.New(cfg)
+		if err == nil {
+			c.Close()
+			t.Fatal("New over TLS succeeded against a plaintext server")
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("New took %v; want well under the 5 s dial timeout", d)
+		}
+		if !errors.Is(err, conn.ErrInvalidConfig) || errors.Is(err, conn.ErrUnavailable) ||
+			!strings.Contains(err.Error(), "plain RESP") || !strings.Contains(err.Error(), "redis://") {
+			t.Fatalf("err = %v; want ErrInvalidConfig saying the server speaks plain RESP", err)
+		}
+	}
+}
+
+// A plaintext Client against a TLS-only server is told to use rediss://.
+func TestPlaintextAgainstATLSServerSaysSo(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithTLS())
+	start := time.Now()
+	c, err := conn.New(conn.Config{Addr: srv.Addr()})
+	if err == nil {
+		c.Close()
+		t.Fatal("New in plaintext succeeded against a TLS server")
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("New took %v; want it to fail at once", d)
+	}
+	if !errors.Is(err, conn.ErrInvalidConfig) || errors.Is(err, conn.ErrUnavailable) || !strings.Contains(err.Error(), "rediss://") {
+		t.Fatalf("err = %v; want ErrInvalidConfig saying the server speaks TLS", err)
+	}
 }
