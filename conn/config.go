@@ -148,8 +148,16 @@ type Config struct {
 	// re-establish a connection. Defaults DefaultReconnectMinBackoff and DefaultReconnectMaxBackoff.
 	ReconnectMinBackoff, ReconnectMaxBackoff time.Duration
 
-	// Limits bounds what the reply decoder accepts (bulk length, array length, nesting); a reply over a limit is a
-	// protocol error that resets the connection. Zero fields take resp's defaults.
+	// Limits bounds what the reply decoder accepts, and so the memory a reply can take: zero fields take resp's
+	// defaults, which suit locks and small values — bulk strings up to 8 MiB (resp.DefaultMaxBulkLen), simple
+	// strings and error lines up to 1 MiB (DefaultMaxLineLen), 262,144 array elements per reply
+	// (DefaultMaxArrayLen), 16 MiB per reply (DefaultMaxReplyLen), 32 levels of nesting. Each limit is checked
+	// as soon as the bytes show it broken (a bulk string's header, a line's bytes so far), and a connection
+	// buffers at most MaxReplyLen of a reply still arriving. A reply over a limit fails its command, and every
+	// other command in flight on that connection (the stream cannot be resynchronised), with a *ConnError
+	// matching ErrConnLost whose cause holds a *resp.LimitError (errors.As) naming the limit; the connection is
+	// closed and re-made as after any drop. Raise the limit for replies you expect to be larger (also the URL
+	// options max_bulk_len, max_line_len, max_array_len, max_reply_len).
 	Limits resp.Limits
 
 	// Timer is the timing wheel for response timeouts, PINGs and reconnect backoff. Nil: the Client creates one

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"time"
@@ -86,6 +87,7 @@ func query(ctx context.Context, cfg *Config, addr string, master bool, cmds ...[
 		return nil, fmt.Errorf("%s: %w", addr, ctxOr(ctx, err))
 	}
 	dec := resp.Decoder{Limits: cfg.Limits}
+	maxReply := int(min(cfg.Limits.Resolved().MaxReplyLen, math.MaxInt32)) + maxIntegerLine
 	rbuf := make([]byte, 0, 4096)
 	out := make([]resp.Value, 0, len(cmds))
 	for len(out) < len(cmds) {
@@ -98,8 +100,15 @@ func query(ctx context.Context, cfg *Config, addr string, master bool, cmds ...[
 		if !errors.Is(err, resp.ErrIncomplete) {
 			return nil, fmt.Errorf("%s: %w", addr, err)
 		}
+		if len(rbuf) >= maxReply {
+			return nil, fmt.Errorf("%s: %w", addr, errPartialTooLong) // cannot happen: see below
+		}
 		if len(rbuf) == cap(rbuf) {
-			rbuf = append(rbuf, make([]byte, len(rbuf))...)[:len(rbuf)]
+			// The decoder refuses a reply over MaxReplyLen as soon as its bytes show it, so the buffer, which
+			// holds one incomplete reply, never needs to grow past that.
+			grown := make([]byte, len(rbuf), min(2*cap(rbuf), maxReply))
+			copy(grown, rbuf)
+			rbuf = grown
 		}
 		m, err := d.nc.Read(rbuf[len(rbuf):cap(rbuf)])
 		rbuf = rbuf[:len(rbuf)+m]

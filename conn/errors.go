@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/locksmith-go/locksmith/resp"
 )
 
 var (
@@ -158,7 +160,33 @@ func (e *ConnError) Error() string {
 		sb.WriteString(": ")
 		sb.WriteString(e.Err.Error())
 	}
+	var le *resp.LimitError
+	var he *HandshakeError
+	if errors.As(e.Err, &le) && !errors.As(e.Err, &he) { // the handshake's limits are fixed
+		sb.WriteString("; to accept such replies, raise Config.Limits.")
+		sb.WriteString(le.Limit)
+		if opt := limitOption(le.Limit); opt != "" {
+			sb.WriteString(" (URL option ")
+			sb.WriteString(opt)
+			sb.WriteString(")")
+		}
+	}
 	return sb.String()
+}
+
+// limitOption returns the URL option that sets the resp.Limits field named limit, or "".
+func limitOption(limit string) string {
+	switch limit {
+	case "MaxBulkLen":
+		return "max_bulk_len"
+	case "MaxLineLen":
+		return "max_line_len"
+	case "MaxArrayLen":
+		return "max_array_len"
+	case "MaxReplyLen":
+		return "max_reply_len"
+	}
+	return ""
 }
 
 // Unwrap returns the kind sentinel (ErrConnLost or ErrUnavailable, none for a refusal) and the cause, so that

@@ -41,6 +41,17 @@ var urlOptions = map[string]urlOption{
 	"reconnect_max_backoff": {scopeAll, durationOption(func(c *Config) *time.Duration { return &c.ReconnectMaxBackoff })},
 	"pool_size":             {scopeAll, intOption(func(c *Config) *int { return &c.PoolSize })},
 	"event_loops":           {scopeAll, intOption(func(c *Config) *int { return &c.EventLoops })},
+	"max_bulk_len":          {scopeAll, sizeOption(func(c *Config) *int64 { return &c.Limits.MaxBulkLen })},
+	"max_line_len":          {scopeAll, sizeOption(func(c *Config) *int64 { return &c.Limits.MaxLineLen })},
+	"max_reply_len":         {scopeAll, sizeOption(func(c *Config) *int64 { return &c.Limits.MaxReplyLen })},
+	"max_array_len": {scopeAll, func(c *Config, v string) error {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return errors.New("want a positive number of elements")
+		}
+		c.Limits.MaxArrayLen = n
+		return nil
+	}},
 	"client_name": {scopeAll, func(c *Config, v string) error {
 		c.ClientName = v
 		return nil
@@ -119,6 +130,10 @@ var urlOptions = map[string]urlOption{
 //	event_loops                all                EventLoops               integer
 //	client_name                all                ClientName               printable ASCII, no spaces
 //	flush_policy               all                FlushPolicy              eager or on_reply
+//	max_bulk_len               all                Limits.MaxBulkLen        size: bytes, or with KiB, MiB, GiB (8MiB)
+//	max_line_len               all                Limits.MaxLineLen        size
+//	max_reply_len              all                Limits.MaxReplyLen       size
+//	max_array_len              all                Limits.MaxArrayLen       positive number of elements
 //	topology_refresh_interval  sentinel, cluster  TopologyRefreshInterval  duration or whole seconds
 //	retry_timeout              sentinel, cluster  RetryTimeout             duration or whole seconds
 //	db                         sentinel           DB                       non-negative integer
@@ -411,6 +426,29 @@ func durationOption(field func(*Config) *time.Duration) func(*Config, string) er
 			return errors.New("want a duration such as 500ms or 3s, or whole seconds")
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// sizeOption parses a positive number of bytes, written plainly or with a binary suffix: 8388608, 8192KiB, 8MiB,
+// 1GiB.
+func sizeOption(field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		digits, unit := v, int64(1)
+		for _, u := range []struct {
+			suffix string
+			size   int64
+		}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+			if rest, ok := strings.CutSuffix(v, u.suffix); ok {
+				digits, unit = rest, u.size
+				break
+			}
+		}
+		n, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || n <= 0 || n > math.MaxInt64/unit {
+			return errors.New("want a positive size in bytes, optionally with a KiB, MiB or GiB suffix (8MiB)")
+		}
+		*field(c) = n * unit
 		return nil
 	}
 }
