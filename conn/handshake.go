@@ -55,17 +55,15 @@ func (s handshakeStep) want() string {
 // hostile peer, refused before more of it is read.
 const maxHandshakeReply = 64 << 10
 
-// errHandshakeReplyTooLong is the cause of a handshake reply longer than maxHandshakeReply.
-var errHandshakeReplyTooLong = errors.New("reply longer than the handshake's limit of " + strconv.Itoa(maxHandshakeReply) + " bytes")
-
 // maxQuotedReply is how much of an unexpected reply a HandshakeError quotes.
 const maxQuotedReply = 128
 
-// handshakeLimits bounds the handshake's replies: every string and line within maxHandshakeReply (feed bounds the
-// whole reply).
+// handshakeLimits bounds each reply of the handshake, whole, to maxHandshakeReply.
 var handshakeLimits = resp.Limits{
 	MaxBulkLen:  maxHandshakeReply,
+	MaxLineLen:  maxHandshakeReply,
 	MaxArrayLen: 4096,
+	MaxReplyLen: maxHandshakeReply,
 	MaxDepth:    4,
 }
 
@@ -118,9 +116,6 @@ func (h *handshake) feed(data []byte) (int, bool, error) {
 		step := h.steps[h.next]
 		v, n, err := h.dec.Decode(data[off:])
 		if errors.Is(err, resp.ErrIncomplete) {
-			if len(data)-off > maxHandshakeReply {
-				return off, false, handshakeError(step, data[off:], errHandshakeReplyTooLong, nil)
-			}
 			return off, false, nil
 		}
 		if err != nil {
@@ -238,7 +233,16 @@ func (e *HandshakeError) Error() string {
 	sb.WriteString("conn: handshake ")
 	sb.WriteString(e.Step)
 	var se *resp.ServerError
+	var le *resp.LimitError
 	switch {
+	case errors.As(e.Err, &le):
+		sb.WriteString(": reply ")
+		sb.WriteString(e.Reply)
+		sb.WriteString(" over the handshake's limit of ")
+		sb.WriteString(strconv.Itoa(maxHandshakeReply>>10))
+		sb.WriteString(" KiB (")
+		sb.WriteString(le.Error())
+		sb.WriteString(")")
 	case errors.As(e.Err, &se):
 		sb.WriteString(" refused: ")
 		sb.WriteString(strconv.QuoteToASCII(se.Message))
@@ -312,7 +316,8 @@ func runHandshake(ctx context.Context, nc net.Conn, cfg *Config, master bool) er
 		}
 		rbuf = rbuf[:copy(rbuf, rbuf[n:])]
 		if len(rbuf) == cap(rbuf) {
-			// feed has refused any reply longer than maxHandshakeReply, so this stays below twice that.
+			// The decoder refuses a reply longer than maxHandshakeReply (plus one integer line) as soon as the
+			// bytes show it, so this stays below twice that.
 			rbuf = append(rbuf, 0)[:len(rbuf)]
 		}
 		m, err := nc.Read(rbuf[len(rbuf):cap(rbuf)])
