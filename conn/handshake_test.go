@@ -241,3 +241,66 @@ func TestNewTimesOutOnASilentServer(t *testing.T) {
 		t.Fatalf("err = %v; want an ErrUnavailable ConnError that is a timeout", err)
 	}
 }
+
+// A handshake answered with something other than what the step must get fails New with a *HandshakeError naming
+// the step and quoting what came back; a transient refusal (LOADING) stays ErrUnavailable.
+func TestHandshakeWrongAnswersFailNew(t *testing.T) {
+	for _, tc := range []struct {
+		answer, reply string
+	}{
+		{"+HELLO\r\n", `"+HELLO\r\n"`},
+		{":1\r\n", `":1\r\n"`},
+		{"$4\r\nPONG\r\n", `"$4\r\nPONG\r\n"`},
+		{"-LOADING Redis is loading the dataset in memory\r\n", `"-LOADING Redis is loading the dataset in memory\r\n"`},
+		{"+\x1b[2J\r\n", `"+\x1b[2J\r\n"`},
+	} {
+		f := startFake(t, func(int, []string, net.Conn) bool { return false })
+		f.answerPing = func(_ int, c net.Conn) bool { return reply(c, tc.answer) }
+		c, err := conn.New(conn.Config{Addr: f.addr()})
+		if err == nil {
+			c.Close()
+			t.Fatalf("New succeeded with PING answered %q", tc.answer)
+		}
+		var he *conn.HandshakeError
+		if !errors.As(err, &he) || he.Step != "PING" || he.Reply != tc.reply || !errors.Is(err, conn.ErrUnavailable) {
+			t.Fatalf("PING answered %q: err = %v; want ErrUnavailable with a HandshakeError at PING quoting %s",
+				tc.answer, err, tc.reply)
+		}
+		if strings.ContainsAny(err.Error(), "\x1b\r\n") {
+			t.Fatalf("err = %q holds control characters", err)
+		}
+	}
+}
+
+// A server that answers the handshake a byte at a time, never finishing, fails New at DialTimeout: the whole
+// handshake is bounded by it, however many bytes keep coming.
+func TestHandshakeIsBoundedByTheDialTimeout(t *testing.T) {
+	f := startFake(t, func(int, []string, net.Conn) bool { return false })
+	f.answerPing = func(_ int, c net.Conn) bool {
+		if !reply(c, "+") {
+			return false
+		}
+		tick := time.NewTicker(20 * time.Millisecond) // a slow server, not a synchronisation
+		defer tick.Stop()
+		for range tick.C {
+			if !reply(c, "P") {
+				return false
+			}
+		}
+		return false
+	}
+	start := time.Now()
+	c, err := conn.New(conn.Config{Addr: f.addr(), DialTimeout: 300 * time.Millisecond})
+	took := time.Since(start)
+	if err == nil {
+		c.Close()
+		t.Fatal("New succeeded")
+	}
+	var ce *conn.ConnError
+	if !errors.As(err, &ce) || !ce.Timeout() || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v; want a timeout", err)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("New took %v with a 300 ms dial timeout", took)
+	}
+}
