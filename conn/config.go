@@ -136,6 +136,17 @@ type Config struct {
 	// connections all use Go's netpoller.
 	DisableLatencyLane bool
 
+	// LazyConnect makes New return without waiting for any server: it validates the Config, starts the event
+	// loops and the first connection attempts (and, for Sentinel and cluster, the first topology query) in the
+	// background, and succeeds while every server is down. Until a server answers, commands fail fast with a
+	// *ConnError matching ErrUnavailable (a Sentinel or cluster Client first retries them within RetryTimeout);
+	// connections are made, and re-made, in the background with the usual backoff (ReconnectMinBackoff doubling
+	// up to ReconnectMaxBackoff, so a server that comes up is used within ReconnectMaxBackoff). A refused
+	// handshake (ErrAuth, ErrInvalidConfig) is then reported by the commands instead of by New. Default false:
+	// New waits for the first connections (each bounded by DialTimeout) and fails if none is made, so that a
+	// wrong address or password shows at start. URL option lazy_connect.
+	LazyConnect bool
+
 	// DialTimeout bounds one connection attempt, handshake included. Default DefaultDialTimeout.
 	DialTimeout time.Duration
 	// ResponseTimeout is how long a connection may wait for its oldest pending reply before it is reset and all

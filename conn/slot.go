@@ -203,9 +203,12 @@ func (s *slot) retarget(addr string) {
 	}
 	s.addr = addr
 	s.failures = 0
-	if s.retry != nil {
-		s.retry.Cancel()
-		s.retry = nil
+	if s.retry != nil || s.cur.Load() == nil {
+		// Backing off, or never connected (a lazy Sentinel Client's first master): connect at once.
+		if s.retry != nil {
+			s.retry.Cancel()
+			s.retry = nil
+		}
 		next := s.connectLocked()
 		s.mu.Unlock()
 		if s.ps != nil {

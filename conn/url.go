@@ -52,6 +52,7 @@ var urlOptions = map[string]urlOption{
 		c.Limits.MaxArrayLen = n
 		return nil
 	}},
+	"lazy_connect": {scopeAll, boolOption(func(c *Config) *bool { return &c.LazyConnect })},
 	"client_name": {scopeAll, func(c *Config, v string) error {
 		c.ClientName = v
 		return nil
@@ -134,6 +135,7 @@ var urlOptions = map[string]urlOption{
 //	max_line_len               all                Limits.MaxLineLen        size
 //	max_reply_len              all                Limits.MaxReplyLen       size
 //	max_array_len              all                Limits.MaxArrayLen       positive number of elements
+//	lazy_connect               all                LazyConnect              true or false (default false)
 //	topology_refresh_interval  sentinel, cluster  TopologyRefreshInterval  duration or whole seconds
 //	retry_timeout              sentinel, cluster  RetryTimeout             duration or whole seconds
 //	db                         sentinel           DB                       non-negative integer
@@ -449,6 +451,21 @@ func sizeOption(field func(*Config) *int64) func(*Config, string) error {
 			return errors.New("want a positive size in bytes, optionally with a KiB, MiB or GiB suffix (8MiB)")
 		}
 		*field(c) = n * unit
+		return nil
+	}
+}
+
+// boolOption parses true or false (also 1 or 0).
+func boolOption(field func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		switch v {
+		case "true", "1":
+			*field(c) = true
+		case "false", "0":
+			*field(c) = false
+		default:
+			return errors.New("want true or false")
+		}
 		return nil
 	}
 }
