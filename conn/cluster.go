@@ -13,10 +13,10 @@ import (
 // cluster is the slot map of a cluster Client and its nodes, one per master. Routing reads the map lock-free
 // (an atomic pointer per slot); refreshes, MOVED replies and node creation take mu.
 type cluster struct {
-	c       *Client
-	rt      *router
-	ep      *endpoint // shared by every node's connections
-	ref     *refresher
+	c   *Client
+	rt  *router
+	ep  *endpoint // shared by every node's connections
+	ref *refresher
 	// sharded: channels use SSUBSCRIBE, scripts SPUBLISH. Probed by New, or (LazyConnect with no seed answering)
 	// by the first refresh that gets a map, before it creates any node; written once.
 	sharded atomic.Bool

@@ -25,9 +25,9 @@ type fakeServer struct {
 	// answerPing, when set before the client connects, answers every PING instead of +PONG; it returns false to
 	// stop serving the connection.
 	answerPing func(i int, c net.Conn) bool
-	wg                   sync.WaitGroup
-	mu                   sync.Mutex
-	conns                []net.Conn
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	conns      []net.Conn
 }
 
 func startFake(t *testing.T, behave func(i int, cmd []string, c net.Conn) bool) *fakeServer {

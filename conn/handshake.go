@@ -239,7 +239,7 @@ func (e *HandshakeError) Error() string {
 		sb.WriteString(": reply ")
 		sb.WriteString(e.Reply)
 		sb.WriteString(" over the handshake's limit of ")
-		sb.WriteString(strconv.Itoa(maxHandshakeReply>>10))
+		sb.WriteString(strconv.Itoa(maxHandshakeReply >> 10))
 		sb.WriteString(" KiB (")
 		sb.WriteString(le.Error())
 		sb.WriteString(")")
