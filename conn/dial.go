@@ -45,6 +45,8 @@ func dialConn(ctx context.Context, cfg *Config, addr string, master bool) (d dia
 		_ = d.raw.Close()
 		if cfg.TLS == nil && mayBeTLS(err) && speaksTLS(ctx, addr) {
 			err = tlsServerError(addr)
+		} else if cfg.TLS != nil {
+			err = tlsRefusal(err, addr)
 		}
 		return d, "handshake", err
 	}

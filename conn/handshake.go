@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strconv"
@@ -303,6 +304,13 @@ func runHandshake(ctx context.Context, nc net.Conn, cfg *Config, master bool) er
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) }) // cancellation unblocks I/O
 	defer stop()
 	if _, err := nc.Write(out); err != nil {
+		// A TLS server that refused the client's certificate has sent an alert and closed: the alert, still
+		// readable, says why the write failed.
+		if _, isTLS := nc.(*tls.Conn); isTLS {
+			if _, rerr := nc.Read(make([]byte, 64)); rerr != nil && strings.Contains(rerr.Error(), "remote error") {
+				return rerr
+			}
+		}
 		return ctxOr(ctx, err)
 	}
 	rbuf := make([]byte, 0, 512)

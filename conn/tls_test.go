@@ -2,6 +2,8 @@ package conn_test
 
 import (
 	"errors"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +106,59 @@ func TestPlaintextAgainstATLSServerSaysSo(t *testing.T) {
 	}
 	if !errors.Is(err, conn.ErrInvalidConfig) || errors.Is(err, conn.ErrUnavailable) || !strings.Contains(err.Error(), "rediss://") {
 		t.Fatalf("err = %v; want ErrInvalidConfig saying the server speaks TLS", err)
+	}
+}
+
+// The TLS URL options against a TLS-only server that requires client certificates: the CA file and the client
+// certificate make it work; without the certificate the server refuses it, without the CA the server's certificate
+// does not verify (both ErrInvalidConfig, naming the option to set); insecure_skip_verify skips the check.
+func TestTLSURLOptions(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithTLS(), redistest.WithConfig("tls-auth-clients", "yes"))
+	ca, cert, key := filepath.Join(srv.Dir(), "ca.crt"), filepath.Join(srv.Dir(), "redis.crt"), filepath.Join(srv.Dir(), "redis.key")
+	base := "rediss://" + srv.Addr() + "?pool_size=1&"
+	ctx := ctxT(t)
+
+	for _, query := range []string{
+		"tls_ca_file=" + url.QueryEscape(ca) + "&tls_cert_file=" + url.QueryEscape(cert) + "&tls_key_file=" + url.QueryEscape(key),
+		"tls_insecure_skip_verify=true&tls_cert_file=" + url.QueryEscape(cert) + "&tls_key_file=" + url.QueryEscape(key),
+	} {
+		cfg, err := conn.ParseURL(base + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(t, cfg)
+		if v, err := c.Do(ctx, "PING").Get(ctx); err != nil || v.Str != "PONG" {
+			t.Fatalf("PING with %s = %v, %v", query, v, err)
+		}
+	}
+
+	for _, tc := range []struct{ query, says string }{
+		{"tls_ca_file=" + url.QueryEscape(ca), "tls_cert_file"},
+		{"tls_cert_file=" + url.QueryEscape(cert) + "&tls_key_file=" + url.QueryEscape(key), "tls_ca_file"},
+	} {
+		cfg, err := conn.ParseURL(base + tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := conn.New(cfg)
+		if err == nil {
+			c.Close()
+			t.Fatalf("New with %s succeeded", tc.query)
+		}
+		if !errors.Is(err, conn.ErrInvalidConfig) || errors.Is(err, conn.ErrUnavailable) || !strings.Contains(err.Error(), tc.says) {
+			t.Fatalf("New with %s: err = %v; want ErrInvalidConfig naming %s", tc.query, err, tc.says)
+		}
+	}
+
+	for _, bad := range []string{
+		"redis://" + srv.Addr() + "?tls_ca_file=" + url.QueryEscape(ca), // not a rediss scheme
+		base + "tls_cert_file=" + url.QueryEscape(cert),                 // without its key
+		base + "tls_ca_file=/nonexistent/ca.pem",
+		base + "tls_ca_file=" + url.QueryEscape(key), // not a certificate
+		base + "tls_insecure_skip_verify=maybe",
+	} {
+		if _, err := conn.ParseURL(bad); !errors.Is(err, conn.ErrInvalidConfig) {
+			t.Errorf("ParseURL(%s) err = %v; want ErrInvalidConfig", bad, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -61,7 +62,30 @@ func tlsHandshake(ctx context.Context, cfg *Config, raw net.Conn, addr string) (
 	if errors.As(err, &rh) && (rh.RecordHeader[0] == '+' || rh.RecordHeader[0] == '-') {
 		return nil, plainServerError(addr) // it answered the ClientHello with a RESP error line
 	}
-	return nil, ctxOr(ctx, err)
+	return nil, tlsRefusal(ctxOr(ctx, err), addr)
+}
+
+// tlsRefusal returns err, or when it shows that one side refused the other's certificate, an error matching
+// ErrInvalidConfig that says which option to set: a certificate only changes when someone changes it, so this is
+// not retried as an outage. Over TLS 1.3 the server's refusal of the client certificate arrives after the
+// client's handshake, at the first read, so the dial's handshake errors pass through here too.
+func tlsRefusal(err error, addr string) error {
+	var cv *tls.CertificateVerificationError
+	if errors.As(err, &cv) {
+		return fmt.Errorf("%w: the certificate of the server at %s did not verify: %v; trust its CA with the URL "+
+			"option tls_ca_file (Config.TLS.RootCAs), or check the host name", ErrInvalidConfig, addr, cv.Err)
+	}
+	// The alerts of a server that refused the client certificate (crypto/tls does not export their type).
+	msg := err.Error()
+	for _, alert := range []string{"tls: certificate required", "tls: bad certificate", "tls: unknown certificate authority",
+		"tls: unknown certificate", "tls: expired certificate", "tls: revoked certificate"} {
+		if strings.Contains(msg, "remote error: "+alert) {
+			return fmt.Errorf("%w: the server at %s refused the client certificate (%s); set the URL options "+
+				"tls_cert_file and tls_key_file (Config.TLS.Certificates) to a certificate its CA signed",
+				ErrInvalidConfig, addr, alert)
+		}
+	}
+	return err
 }
 
 // answersPlainRESP reports whether the server at addr answers a plain PING with a RESP line (+PONG, or an error

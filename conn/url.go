@@ -2,12 +2,14 @@ package conn
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -53,6 +55,25 @@ var urlOptions = map[string]urlOption{
 		return nil
 	}},
 	"lazy_connect": {scopeAll, boolOption(func(c *Config) *bool { return &c.LazyConnect })},
+	"tls_ca_file": {scopeAll, tlsOption(func(t *tls.Config, v string) error {
+		pool, err := loadCAFile(v)
+		t.RootCAs = pool
+		return err
+	})},
+	// Loaded together once the query is read (parseURL): each alone is an error.
+	"tls_cert_file": {scopeAll, tlsOption(func(*tls.Config, string) error { return nil })},
+	"tls_key_file":  {scopeAll, tlsOption(func(*tls.Config, string) error { return nil })},
+	"tls_insecure_skip_verify": {scopeAll, tlsOption(func(t *tls.Config, v string) error {
+		switch v {
+		case "true", "1":
+			t.InsecureSkipVerify = true
+		case "false", "0":
+			t.InsecureSkipVerify = false
+		default:
+			return errors.New("want true or false")
+		}
+		return nil
+	})},
 	"client_name": {scopeAll, func(c *Config, v string) error {
 		c.ClientName = v
 		return nil
@@ -116,7 +137,7 @@ var urlOptions = map[string]urlOption{
 // password never ends up as a port, a path or a query. Ports default to 6379 (26379 for Sentinels), the host to
 // 127.0.0.1 (write IPv6 addresses in brackets), the database to 0 (a Sentinel URL takes it as the db option,
 // since the path names the master; a cluster has only database 0). The rediss schemes set Config.TLS to verify the
-// servers against the system roots for the URL's (first) host, TLS 1.2 or later.
+// servers against the system roots (or tls_ca_file) for the URL's (first) host, TLS 1.2 or later.
 //
 // Options, each at most once (an unknown one, or one that does not apply to the scheme, is an error naming it):
 //
@@ -136,6 +157,10 @@ var urlOptions = map[string]urlOption{
 //	max_reply_len              all                Limits.MaxReplyLen       size
 //	max_array_len              all                Limits.MaxArrayLen       positive number of elements
 //	lazy_connect               all                LazyConnect              true or false (default false)
+//	tls_ca_file                rediss*            TLS.RootCAs              PEM file of the CA(s) to trust instead of the system's
+//	tls_cert_file              rediss*            TLS.Certificates         PEM file of the client certificate (with tls_key_file)
+//	tls_key_file               rediss*            TLS.Certificates         PEM file of its private key (with tls_cert_file)
+//	tls_insecure_skip_verify   rediss*            TLS.InsecureSkipVerify   true or false (default false): no server check at all
 //	topology_refresh_interval  sentinel, cluster  TopologyRefreshInterval  duration or whole seconds
 //	retry_timeout              sentinel, cluster  RetryTimeout             duration or whole seconds
 //	db                         sentinel           DB                       non-negative integer
@@ -143,8 +168,11 @@ var urlOptions = map[string]urlOption{
 //	sentinel_password          sentinel           SentinelPassword         string (hidden in every message)
 //	sharded_pubsub             cluster            DisableShardedPubSub     auto or off (off sets it)
 //
-// Unset options keep the Default* constant of their field. Every error matches ErrInvalidConfig and quotes the
-// URL as RedactURL does, passwords hidden. ParseURL does not block and is safe for concurrent use.
+// The TLS options apply to the rediss schemes only (elsewhere they are an error); ParseURL reads their files when
+// it runs. tls_insecure_skip_verify accepts any server certificate for any name, which lets anyone on the path
+// read and change the traffic: for tests only. Unset options keep the Default* constant of their field. Every error matches ErrInvalidConfig and quotes the
+// URL as RedactURL does, passwords hidden. ParseURL reads the files the TLS options name and otherwise does not
+// block; it is safe for concurrent use.
 func ParseURL(rawURL string) (Config, error) {
 	c, err := parseURL(rawURL)
 	if err != nil {
@@ -284,6 +312,16 @@ func parseURL(rawURL string) (Config, error) {
 			}
 			return c, fmt.Errorf("option %s=%q: %v", name, values[0], err)
 		}
+	}
+	if certFile, keyFile := q.Get("tls_cert_file"), q.Get("tls_key_file"); certFile != "" || keyFile != "" {
+		if certFile == "" || keyFile == "" {
+			return c, errors.New("options tls_cert_file and tls_key_file go together: the client certificate and its key")
+		}
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return c, fmt.Errorf("options tls_cert_file=%q, tls_key_file=%q: %v", certFile, keyFile, err)
+		}
+		c.TLS.Certificates = []tls.Certificate{pair}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
@@ -453,6 +491,32 @@ func sizeOption(field func(*Config) *int64) func(*Config, string) error {
 		*field(c) = n * unit
 		return nil
 	}
+}
+
+// tlsOption applies a TLS option to Config.TLS, which only the rediss schemes set.
+func tlsOption(apply func(*tls.Config, string) error) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if c.TLS == nil {
+			return errors.New("a TLS option needs a rediss scheme (rediss://, rediss-sentinel://, rediss-cluster://)")
+		}
+		if v == "" {
+			return errors.New("empty")
+		}
+		return apply(c.TLS, v)
+	}
+}
+
+// loadCAFile reads a PEM file of one or more CA certificates into a pool that replaces the system roots.
+func loadCAFile(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, errors.New("no PEM certificate in " + strconv.Quote(path))
+	}
+	return pool, nil
 }
 
 // boolOption parses true or false (also 1 or 0).
