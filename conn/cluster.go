@@ -198,6 +198,7 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 	active := map[string]*node{}
 	var masters []*node
 	var covered [SlotCount]bool
+	moves := map[[2]*node]bool{} // slots taken from one node by another, for failover events
 	for _, sh := range t.shards {
 		if sh.master == "" || len(sh.ranges) == 0 {
 			continue
@@ -219,9 +220,11 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 		for _, r := range sh.ranges {
 			for s := r[0]; s <= r[1]; s++ {
 				covered[s] = true
-				if cl.slots[s].Load() != n {
-					cl.slots[s].Store(n)
+				if old := cl.slots[s].Swap(n); old != n {
 					changed = true
+					if old != nil {
+						moves[[2]*node{old, n}] = true
+					}
 				}
 			}
 		}
@@ -243,6 +246,12 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 	cl.masters.Store(&masters)
 	cl.known = t.addrs()
 	cl.mu.Unlock()
+	for m := range moves {
+		if prev := m[0].currentAddr(); active[prev] == nil {
+			// The old master left the map: a failover, not a migration between masters.
+			cl.c.emit(Event{Kind: EventFailover, Addr: m[1].currentAddr(), Prev: prev})
+		}
+	}
 	cl.c.reg.sweep()
 	for _, n := range closeNow {
 		n.close(ErrNodeRemoved)

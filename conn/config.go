@@ -174,6 +174,13 @@ type Config struct {
 	// Timer is the timing wheel for response timeouts, PINGs and reconnect backoff. Nil: the Client creates one
 	// and stops it in Close. A shared Timer is not stopped by Close.
 	Timer *timer.Timer
+	// OnEvent, when set, is told of every change in the Client's connections: connected, lost (with the error),
+	// reconnected, failover (a Sentinel or cluster master change), resubscribed (see Event). It is called
+	// synchronously on the goroutine where the change happens — a connection attempt's goroutine, an event
+	// loop, a stream reader, the timer's worker, a topology refresh — so it must not block (count, log, or hand
+	// the event over without waiting) and must not call Close; it may issue commands. The events of one
+	// connection come in order. A panic in it is recovered and logged. Nil: no events.
+	OnEvent func(Event)
 	// Logger receives connection events (drops, reconnects, protocol errors) and gnet's own messages. Nil
 	// discards them.
 	Logger *slog.Logger

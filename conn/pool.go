@@ -10,9 +10,10 @@ import (
 // configuration, whether ROLE must say master (a Sentinel Client's data nodes), and the topology layer that takes
 // back refused commands (nil for a standalone Client and for connections to Sentinels).
 type endpoint struct {
-	cfg    *Config
-	master bool
-	rt     *router
+	cfg      *Config
+	master   bool
+	rt       *router
+	sentinel bool // connections to Sentinels (Event.Role)
 }
 
 // node is everything the Client keeps per server: a pool of command connections and, once something subscribes,

@@ -70,7 +70,7 @@ func (c *Client) startSentinel() error {
 	} else if err := c.node.start(c.cfg.LazyConnect); err != nil {
 		return err
 	}
-	sep := &endpoint{cfg: s.scfg}
+	sep := &endpoint{cfg: s.scfg, sentinel: true}
 	for _, a := range s.addrs {
 		w := &watcher{s: s, have: map[string]bool{}}
 		w.reg = newRegistry(func(string) *pubsub { return w.ps }, nil)
@@ -194,6 +194,9 @@ func (s *sentinel) switchTo(addr, why string) {
 	old := s.c.node.currentAddr()
 	if s.c.node.retarget(addr) {
 		s.c.cfg.Logger.Info("conn: master switched", "master", s.name, "from", old, "to", addr, "by", why)
+		if old != "" { // not a lazy Client's first master
+			s.c.emit(Event{Kind: EventFailover, Addr: addr, Prev: old})
+		}
 		s.c.rt.kick() // retries waiting for the new master go now (queued on its connections until they open)
 	}
 }

@@ -26,6 +26,7 @@ type slot struct {
 	switched bool       // retarget closed the current connection: replace it at once
 	closed   bool
 	failures int       // consecutive failed attempts or short-lived connections
+	wasUp    bool      // a connection of this slot has been open: the next one is a reconnection (events)
 	openedAt time.Time // when the current connection opened
 	retry    *timer.Timeout
 	lastErr  error // why the last connection closed or attempt failed
@@ -83,12 +84,19 @@ func (s *slot) dial(pc *pconn) {
 	}
 	s.mu.Lock()
 	s.openedAt = time.Now()
+	again := s.wasUp
+	s.wasUp = true
 	s.mu.Unlock()
 	if !pc.open(tr) {
 		tr.close() // the Client closed during the attempt
 		return
 	}
 	s.cl.cfg.Logger.Debug("conn: connected", "addr", pc.addr, "pubsub", s.ps != nil)
+	kind := EventConnected
+	if again {
+		kind = EventReconnected
+	}
+	s.cl.emit(Event{Kind: kind, Addr: pc.addr, Role: s.role()})
 }
 
 // connClosed is called once per connection when it closes (connOwner). A connection that lived at least
@@ -97,6 +105,16 @@ func (s *slot) dial(pc *pconn) {
 func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 	if s.ps != nil {
 		s.ps.dropped()
+	}
+	if wasOpen {
+		// Told before the replacement starts (so EventLost precedes its EventReconnected), without s.mu held (the
+		// hook may issue commands, which may read the slot's last error).
+		s.mu.Lock()
+		current := !s.closed && s.cur.Load() == pc
+		s.mu.Unlock()
+		if current {
+			s.cl.emit(Event{Kind: EventLost, Addr: pc.addr, Role: s.role(), Err: err})
+		}
 	}
 	s.mu.Lock()
 	if s.closed || s.cur.Load() != pc {
