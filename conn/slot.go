@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -27,6 +28,7 @@ type slot struct {
 	closed   bool
 	failures int       // consecutive failed attempts or short-lived connections
 	wasUp    bool      // a connection of this slot has been open: the next one is a reconnection (events)
+	refusing bool      // the server refuses the connection (refused); logged at Error level once per episode
 	openedAt time.Time // when the current connection opened
 	retry    *timer.Timeout
 	lastErr  error // why the last connection closed or attempt failed
@@ -85,7 +87,7 @@ func (s *slot) dial(pc *pconn) {
 	s.mu.Lock()
 	s.openedAt = time.Now()
 	again := s.wasUp
-	s.wasUp = true
+	s.wasUp, s.refusing = true, false
 	s.mu.Unlock()
 	if !pc.open(tr) {
 		tr.close() // the Client closed during the attempt
@@ -143,8 +145,12 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 		s.ep.rt.topologyChanged()
 	}
 	if refused(err) {
-		s.cl.cfg.Logger.Error("conn: the server refused the connection; fix the configuration or the server's ACL",
-			"addr", s.addr, "pubsub", s.ps != nil, "error", err, "retry_in", delay)
+		level := slog.LevelDebug // loud once per episode, not at every attempt
+		if !s.refusing {
+			s.refusing, level = true, slog.LevelError
+		}
+		s.cl.cfg.Logger.Log(s.cl.ctx, level, "conn: the server refused the connection; fix the configuration or "+
+			"the server's ACL", "addr", s.addr, "pubsub", s.ps != nil, "error", err, "retry_in", delay)
 	} else {
 		s.cl.cfg.Logger.Info("conn: connection closed; reconnecting", "addr", s.addr, "pubsub", s.ps != nil,
 			"error", err, "delay", delay)

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -317,7 +318,15 @@ func parseURL(rawURL string) (Config, error) {
 		if certFile == "" || keyFile == "" {
 			return c, errors.New("options tls_cert_file and tls_key_file go together: the client certificate and its key")
 		}
-		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		certPEM, err := readPEMFile(certFile)
+		if err != nil {
+			return c, fmt.Errorf("option tls_cert_file: %v", err)
+		}
+		keyPEM, err := readPEMFile(keyFile)
+		if err != nil {
+			return c, fmt.Errorf("option tls_key_file: %v", err)
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return c, fmt.Errorf("options tls_cert_file=%q, tls_key_file=%q: %v", certFile, keyFile, err)
 		}
@@ -506,9 +515,29 @@ func tlsOption(apply func(*tls.Config, string) error) func(*Config, string) erro
 	}
 }
 
+// maxPEMFile bounds what the TLS options read: a CA bundle of a few hundred certificates is well under it.
+const maxPEMFile = 4 << 20
+
+// readPEMFile reads a regular file of at most maxPEMFile bytes (not a device or a pipe, which could block or never
+// end).
+func readPEMFile(path string) ([]byte, error) {
+	// Stat first: opening a named pipe for reading would block until a writer comes.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() || st.Size() > maxPEMFile {
+		return nil, errors.New(strconv.Quote(path) + " is not a regular file of at most 4 MiB")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, maxPEMFile))
+}
+
 // loadCAFile reads a PEM file of one or more CA certificates into a pool that replaces the system roots.
 func loadCAFile(path string) (*x509.CertPool, error) {
-	pem, err := os.ReadFile(path)
+	pem, err := readPEMFile(path)
 	if err != nil {
 		return nil, err
 	}
