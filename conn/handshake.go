@@ -323,10 +323,15 @@ func runHandshake(ctx context.Context, nc net.Conn, cfg *Config, master bool) er
 			break
 		}
 		rbuf = rbuf[:copy(rbuf, rbuf[n:])]
+		if len(rbuf) > maxHandshakeReply+maxIntegerLine {
+			return errPartialTooLong // cannot happen: see below
+		}
 		if len(rbuf) == cap(rbuf) {
 			// The decoder refuses a reply longer than maxHandshakeReply (plus one integer line) as soon as the
-			// bytes show it, so this stays below twice that.
-			rbuf = append(rbuf, 0)[:len(rbuf)]
+			// bytes show it, so the buffer, which holds one incomplete reply, never needs more.
+			grown := make([]byte, len(rbuf), min(2*cap(rbuf), maxHandshakeReply+maxIntegerLine+1))
+			copy(grown, rbuf)
+			rbuf = grown
 		}
 		m, err := nc.Read(rbuf[len(rbuf):cap(rbuf)])
 		rbuf = rbuf[:len(rbuf)+m]
