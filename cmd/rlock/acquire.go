@@ -47,7 +47,7 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 				a.Wait = max(x.wait-time.Since(start), 0)
 			}
 			x.rep.emit(x.busyEvent(evWaiting, st, time.Since(start)), info,
-				fmt.Sprintf("%s is %s; waiting %s", x.name, describeHolders(st), waitText(x.wait)))
+				fmt.Sprintf("%s is %s; waiting %s", shown(x.name), describeHolders(st), waitText(x.wait)))
 			sig, err = attempt(a)
 		}
 	}
@@ -60,7 +60,7 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 			cancel()
 		}
 		x.rep.emit(event{Event: evInterrupted, Name: x.name, Signal: sigName(sig), WaitedMS: ms(time.Since(start))}, problem,
-			fmt.Sprintf("gave up waiting for %s (%s)%s", x.name, sigName(sig), x.notRun))
+			fmt.Sprintf("gave up waiting for %s (%s)%s", shown(x.name), sigName(sig), x.notRun))
 		return nil, "", time.Time{}, sigCode(sig), false
 	case errors.Is(err, rlock.ErrNotAcquired):
 		st, sig := x.status()
@@ -72,7 +72,7 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 			k = info
 		}
 		x.rep.emit(x.busyEvent(evTimeout, st, time.Since(start)), k,
-			fmt.Sprintf("could not acquire %s within %v: it is %s%s", x.name, x.wait, describeHolders(st), x.notRun))
+			fmt.Sprintf("could not acquire %s within %v: it is %s%s", shown(x.name), x.wait, describeHolders(st), x.notRun))
 		return nil, "", time.Time{}, exitNotAcquired, false
 	case err != nil:
 		return nil, "", time.Time{}, x.rep.fail(describe(err, x.addr, x.name), x.name), false
@@ -84,7 +84,7 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 		leaseText = fmt.Sprintf("fixed lease %v", x.lease)
 		ev.LeaseMS, ev.Watchdog = ms(x.lease), false
 	}
-	x.rep.emit(ev, info, fmt.Sprintf("acquired %s as %s %s (%s)", x.name, owner, afterText(at.Sub(start)), leaseText))
+	x.rep.emit(ev, info, fmt.Sprintf("acquired %s as %s %s (%s)", shown(x.name), shown(owner), afterText(at.Sub(start)), leaseText))
 	return held, owner, at, exitOK, true
 }
 

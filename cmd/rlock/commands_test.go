@@ -162,7 +162,8 @@ func TestAddrFlagMasksThePassword(t *testing.T) {
 		"rediss://u@h:1?x=1":     "rediss://u@h:1?x=1",
 		"not a url %%":           "not a url %%",
 	} {
-		a := addrValue(in)
+		a := addrValue{c: &common{red: &redactor{}}}
+		_ = a.Set(in)
 		if got := a.String(); got != want {
 			t.Errorf("%q shown as %q, want %q", in, got, want)
 		}

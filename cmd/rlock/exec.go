@@ -75,7 +75,7 @@ func runExec(e *env, c *common, args []string) int {
 		}
 	}
 
-	rep := c.reporter(e.stderr, e.stderr)
+	rep := c.reporter(c.stderr, c.stderr)
 	path, f := lookCommand(rest[0])
 	if f != nil {
 		// Checked before connecting: a typo must not take the lock, nor wait for it.
@@ -136,13 +136,13 @@ func describeHolders(st lockStatus) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s (%d %s)", h.Owner, h.Holds, plural(h.Holds, "hold", "holds"))
+		fmt.Fprintf(&b, "%s (%d %s)", shown(h.Owner), h.Holds, plural(h.Holds, "hold", "holds"))
 	}
 	if len(st.Holders) == 0 {
 		b.WriteString("nobody (an empty hash)")
 	}
 	if st.Mode != "" {
-		fmt.Fprintf(&b, " in %s mode", st.Mode)
+		fmt.Fprintf(&b, " in %s mode", shown(st.Mode))
 	}
 	b.WriteString(", ")
 	b.WriteString(ttlText(st.TTL))

@@ -48,6 +48,23 @@ func describe(err error, addr, name string) failure {
 	return failure{exitSoftware, fmt.Sprintf("unexpected error: %v", err)}
 }
 
+// describeInvalidAddr explains a URL that conn refused. conn's message quotes the URL, or the part of it that it
+// could not parse, which may be the password: when the URL has one, the message is conn's verdict on the same
+// URL with the password replaced by xxxxx, or, when that one parses, a word on escaping passwords.
+func describeInvalidAddr(raw string, err error) failure {
+	const forms = "; use redis://[user:password@]host:port[/db] or rediss://... for TLS"
+	p, ok := splitURL(raw)
+	if !ok || (p.password == "" && p.sentinelPassword == "") {
+		return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL): %v%s", err, forms)}
+	}
+	shownURL := redactURL(raw)
+	if _, err := conn.ParseURL(shownURL); err != nil {
+		return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL): %v%s", err, forms)}
+	}
+	return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL) %s: the password is not valid in a URL: "+
+		"percent-encode %% / ? # @ in passwords (%%25 %%2F %%3F %%23 %%40)", shownURL)}
+}
+
 // describeServerError explains an error reply from Redis.
 func describeServerError(e *resp.ServerError, addr, name string) failure {
 	switch e.Prefix {

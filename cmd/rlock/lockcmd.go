@@ -34,7 +34,7 @@ func runLock(e *env, c *common, args []string) int {
 			return usageError(fs, "%v", err)
 		}
 	}
-	rep := c.reporter(e.stdout, e.stderr)
+	rep := c.reporter(c.stdout, c.stderr)
 	lk, addr, code, ok := connect(e, c, rlock.DefaultWatchdogTimeout, rep, name)
 	if !ok {
 		return code
@@ -51,7 +51,7 @@ func runLock(e *env, c *common, args []string) int {
 	// The owner id is the result: OWNER=$(rlock lock -hold 10m deploy). -json has it in the acquired event.
 	rep.say(result, id)
 	rep.say(info, fmt.Sprintf("%s is held until about %s unless released: rlock unlock -owner %s %s",
-		name, at.Add(*hold).Format(time.TimeOnly), id, name))
+		shown(name), at.Add(*hold).Format(time.TimeOnly), shellQuote(id), shellQuote(name)))
 	return exitOK
 }
 
@@ -69,7 +69,7 @@ func runUnlock(e *env, c *common, args []string) int {
 	if err := checkOwner(*owner); err != nil {
 		return usageError(fs, "%v", err)
 	}
-	rep := c.reporter(e.stdout, e.stderr)
+	rep := c.reporter(c.stdout, c.stderr)
 	lk, addr, code, ok := connect(e, c, rlock.DefaultWatchdogTimeout, rep, name)
 	if !ok {
 		return code
@@ -80,7 +80,7 @@ func runUnlock(e *env, c *common, args []string) int {
 	switch {
 	case errors.Is(err, rlock.ErrNotHeld):
 		rep.emit(event{Event: evNotHeld, Name: name, Owner: *owner}, problem,
-			fmt.Sprintf("%s is not held by %s: it expired, was force-unlocked, or was never taken by that owner", name, *owner))
+			fmt.Sprintf("%s is not held by %s: it expired, was force-unlocked, or was never taken by that owner", shown(name), shown(*owner)))
 		return exitNo
 	case err != nil:
 		return rep.fail(describe(err, addr, name), name)
@@ -93,6 +93,6 @@ func runUnlock(e *env, c *common, args []string) int {
 			}
 		}
 	}
-	rep.emit(ev, info, fmt.Sprintf("released one hold of %s by %s; %d left", name, *owner, *ev.Holds))
+	rep.emit(ev, info, fmt.Sprintf("released one hold of %s by %s; %d left", shown(name), shown(*owner), *ev.Holds))
 	return exitOK
 }

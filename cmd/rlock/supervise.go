@@ -78,7 +78,7 @@ loop:
 			grace = graceT.C
 			x.rep.emit(event{Event: evLost, Name: x.name, Owner: owner, PID: pid, Signal: "SIGTERM", Cause: causeCode(lostCause)},
 				problem, fmt.Sprintf("lost the lock %s while %s ran: %s; sent SIGTERM to pid %d (SIGKILL in %v)",
-					x.name, x.argv[0], x.causeText(lostCause), pid, x.grace))
+					shown(x.name), x.argv[0], x.causeText(lostCause), pid, x.grace))
 		case <-grace:
 			grace = nil
 			_ = cmd.Process.Kill()
@@ -100,7 +100,7 @@ loop:
 		// Lost just as the command ended: it may have finished while another owner held the lock.
 		lostCause = context.Cause(held)
 		x.rep.emit(event{Event: evLost, Name: x.name, Owner: owner, Cause: causeCode(lostCause)}, problem,
-			fmt.Sprintf("lost the lock %s as %s ended: %s", x.name, x.argv[0], x.causeText(lostCause)))
+			fmt.Sprintf("lost the lock %s as %s ended: %s", shown(x.name), x.argv[0], x.causeText(lostCause)))
 	}
 	if lostCause == nil {
 		lostCause = x.release(held, acquiredAt)
@@ -108,7 +108,7 @@ loop:
 	if lostCause != nil {
 		x.rep.emit(event{Event: evError, Name: x.name, Error: "lock lost", ExitCode: ptr(exitLost)}, problem,
 			fmt.Sprintf("exit %d: the lock %s was lost while %s ran; another owner may have held it meanwhile",
-				exitLost, x.name, x.argv[0]))
+				exitLost, shown(x.name), x.argv[0]))
 		return exitLost
 	}
 	return code
@@ -122,11 +122,11 @@ func (x *execRun) release(held context.Context, acquiredAt time.Time) (lost erro
 	switch {
 	case err == nil:
 		x.rep.emit(event{Event: evReleased, Name: x.name, HeldMS: ms(time.Since(acquiredAt))}, info,
-			fmt.Sprintf("released %s (held %v)", x.name, time.Since(acquiredAt).Round(time.Millisecond)))
+			fmt.Sprintf("released %s (held %v)", shown(x.name), time.Since(acquiredAt).Round(time.Millisecond)))
 		return nil
 	case errors.Is(err, rlock.ErrNotHeld):
 		x.rep.emit(event{Event: evLost, Name: x.name, Cause: causeCode(err)}, problem,
-			fmt.Sprintf("the lock %s was no longer held when %s ended (it expired or was force-unlocked)", x.name, x.argv[0]))
+			fmt.Sprintf("the lock %s was no longer held when %s ended (it expired or was force-unlocked)", shown(x.name), x.argv[0]))
 		return err
 	}
 	f := describe(err, x.addr, x.name)
@@ -135,7 +135,7 @@ func (x *execRun) release(held context.Context, acquiredAt time.Time) (lost erro
 		leaseEnd = x.lease
 	}
 	x.rep.emit(event{Event: evReleaseFail, Name: x.name, Error: f.msg}, problem,
-		fmt.Sprintf("could not release %s: %s; it frees itself when its lease ends (within %v)", x.name, f.msg, leaseEnd))
+		fmt.Sprintf("could not release %s: %s; it frees itself when its lease ends (within %v)", shown(x.name), f.msg, leaseEnd))
 	return nil
 }
 
