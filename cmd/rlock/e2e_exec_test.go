@@ -193,25 +193,6 @@ func TestE2EExitCodes(t *testing.T) {
 	}
 }
 
-func TestE2EAuthErrorsSayWhatToDo(t *testing.T) {
-	srv := redistest.Start(t, redistest.WithPassword("s3cret"))
-	for _, tc := range []struct {
-		addr, msg string
-	}{
-		{"redis://" + srv.Addr(), "requires a password (NOAUTH): pass it in the URL, -addr redis://:PASSWORD@" + srv.Addr()},
-		{"redis://:wrong@" + srv.Addr(), "refused the user name or password (WRONGPASS)"},
-	} {
-		code, _, errs := runRlock(t, nil, "-addr", tc.addr, "exec", "job", "--", "true")
-		if code != exitUnavailable || !strings.Contains(joined(errs), tc.msg) {
-			t.Fatalf("%s: exit %d, stderr %q; want %d and %q", tc.addr, code, errs, exitUnavailable, tc.msg)
-		}
-	}
-	// And with the password in the URL it works.
-	if code, _, errs := runRlock(t, nil, "-addr", srv.URL(), "exec", "job", "--", "true"); code != 0 {
-		t.Fatalf("with the password: exit %d %q", code, errs)
-	}
-}
-
 func TestE2ESignalsAreForwarded(t *testing.T) {
 	srv := redistest.Start(t)
 	p := startRlock(t, srv, execArgs(nil, "job", helper(t, "signals"))...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -34,16 +35,12 @@ type execRun struct {
 // runExec is `rlock exec`.
 func runExec(e *env, c *common, args []string) int {
 	flags := newFlagSet("exec", execSynopsis, e, c)
-	wait := waitValue(waitForever)
-	flags.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
-	lease := flags.Duration("lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
-	owner := flags.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
-	grace := flags.Duration("grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
-	quiet := flags.Bool("q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
-	watchdog := flags.Duration("watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
+	var o execFlags
+	o.define(flags)
 	if code, ok := parseFlags(flags, args); !ok {
 		return code
 	}
+	wait, lease, owner, grace, quiet, watchdog := o.wait, &o.lease, &o.owner, &o.grace, &o.quiet, &o.watchdog
 	rest := flags.Args()
 	switch {
 	case len(rest) == 0:
@@ -94,6 +91,25 @@ func runExec(e *env, c *common, args []string) int {
 	e.notify(x.sigs, forwardedSignals...)
 	defer e.stopNotify(x.sigs)
 	return x.run()
+}
+
+// execFlags are exec's own flags.
+type execFlags struct {
+	wait                   waitValue
+	lease, grace, watchdog time.Duration
+	owner                  string
+	quiet                  bool
+}
+
+// define adds exec's flags to fs, with their defaults.
+func (o *execFlags) define(fs *flag.FlagSet) {
+	o.wait = waitValue(waitForever)
+	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
+	fs.DurationVar(&o.lease, "lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
+	fs.StringVar(&o.owner, "owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
+	fs.DurationVar(&o.grace, "grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
+	fs.BoolVar(&o.quiet, "q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
+	fs.DurationVar(&o.watchdog, "watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
 }
 
 // lookCommand resolves the command in PATH, with the shell's exit codes when it cannot be run.

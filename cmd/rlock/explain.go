@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/locksmith-go/locksmith/conn"
@@ -75,9 +76,16 @@ func describeServerError(e *resp.ServerError, addr, name string) failure {
 		return failure{exitUnavailable, fmt.Sprintf("Redis at %s refused the user name or password (WRONGPASS): check the "+
 			"credentials in the URL, redis://[USER]:PASSWORD@%s", addr, addr)}
 	case "NOPERM":
-		return failure{exitUnavailable, fmt.Sprintf("the Redis user may not run what rlock needs (%s): grant it EVALSHA, "+
-			"EVAL, SCRIPT, PUBLISH, SUBSCRIBE and access to the key %q and the channels redisson_lock__channel:{%s}",
-			e.Message, name, name)}
+		return noPermission(e.Message, name)
+	case "ERR":
+		if strings.Contains(e.Message, "The user executing the script can't") {
+			return noPermission(e.Message, name) // a command or channel a lock script uses is not allowed
+		}
+		if authWithoutServerPassword(e.Message) {
+			return failure{exitUnavailable, fmt.Sprintf("Redis at %s has no password set, and refused the one in the URL "+
+				"(AUTH without a configured password): remove the password from -addr (redis://%s), or set requirepass "+
+				"or an ACL user on the server", addr, addr)}
+		}
 	case "READONLY":
 		return failure{exitUnavailable, fmt.Sprintf("%s is a read-only replica (READONLY): point -addr at the master", addr)}
 	case "LOADING":
@@ -89,6 +97,20 @@ func describeServerError(e *resp.ServerError, addr, name string) failure {
 			"this name; choose another lock name", name)}
 	}
 	return failure{exitSoftware, fmt.Sprintf("Redis at %s answered with an error: %s", addr, e.Message)}
+}
+
+// noPermission explains a refusal by the server's ACL, with the rules that fix it.
+func noPermission(msg, name string) failure {
+	return failure{exitUnavailable, fmt.Sprintf("the Redis user may not do what rlock needs (%s): grant it, with ACL "+
+		"SETUSER, %s (the minimal ACL for this lock; see rlock's README)", msg, strings.Join(aclRules(name), " "))}
+}
+
+// authWithoutServerPassword reports an AUTH refused because the server has no password to check it against:
+// "ERR AUTH <password> called without any password configured for the default user" (Redis 6 and later), "ERR
+// Client sent AUTH, but no password is set" (earlier versions).
+func authWithoutServerPassword(msg string) bool {
+	return strings.Contains(msg, "AUTH") &&
+		(strings.Contains(msg, "without any password configured") || strings.Contains(msg, "no password is set"))
 }
 
 // describeConnError explains a transport failure: the server could not be reached, or the connection broke.

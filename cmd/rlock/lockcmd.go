@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"time"
@@ -17,15 +18,13 @@ const lockSynopsis = "rlock lock -hold D [-wait D] [-q] [-owner UUID:N] NAME"
 // the process, so the lease is always fixed.
 func runLock(e *env, c *common, args []string) int {
 	fs := newFlagSet("lock", lockSynopsis, e, c)
-	hold := fs.Duration("hold", 0, "the lease: how long the lock is held unless released earlier (required)")
-	wait := waitValue(waitForever)
-	fs.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
-	owner := fs.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
-	quiet := fs.Bool("q", false, "do not report a busy lock (exit 75 still says so)")
+	var o lockFlags
+	o.define(fs)
 	name, code, ok := parseNamed(fs, args)
 	if !ok {
 		return code
 	}
+	hold, wait, owner, quiet := &o.hold, o.wait, &o.owner, &o.quiet
 	if *hold < rlock.MinLease {
 		return usageError(fs, "-hold: give the lease, at least %v (the lock outlives rlock lock, so nothing renews it)", rlock.MinLease)
 	}
@@ -55,10 +54,32 @@ func runLock(e *env, c *common, args []string) int {
 	return exitOK
 }
 
+// lockFlags are lock's own flags.
+type lockFlags struct {
+	hold  time.Duration
+	wait  waitValue
+	owner string
+	quiet bool
+}
+
+// define adds lock's flags to fs, with their defaults.
+func (o *lockFlags) define(fs *flag.FlagSet) {
+	fs.DurationVar(&o.hold, "hold", 0, "the lease: how long the lock is held unless released earlier (required)")
+	o.wait = waitValue(waitForever)
+	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
+	fs.StringVar(&o.owner, "owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
+	fs.BoolVar(&o.quiet, "q", false, "do not report a busy lock (exit 75 still says so)")
+}
+
+// defineUnlockFlags adds unlock's own flag, -owner, to fs.
+func defineUnlockFlags(fs *flag.FlagSet) *string {
+	return fs.String("owner", "", "the owner `UUID:N` whose hold to release (required)")
+}
+
 // runUnlock is `rlock unlock -owner UUID:N NAME`: release one hold of the lock by that owner.
 func runUnlock(e *env, c *common, args []string) int {
 	fs := newFlagSet("unlock", "rlock unlock -owner UUID:N NAME", e, c)
-	owner := fs.String("owner", "", "the owner `UUID:N` whose hold to release (required)")
+	owner := defineUnlockFlags(fs)
 	name, code, ok := parseNamed(fs, args)
 	if !ok {
 		return code

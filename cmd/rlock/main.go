@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -99,13 +100,14 @@ var subcommands = map[string]subcommand{
 func run(args []string, e *env) int {
 	c := newCommon(e)
 	fs := flag.NewFlagSet("rlock", flag.ContinueOnError)
-	fs.SetOutput(c.stderr)
+	fs.SetOutput(io.Discard) // a bad flag is reported below, in one line, not with the whole help
 	c.register(fs)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stderr, usage)
 			return exitOK
 		}
+		fmt.Fprintln(c.stderr, globalFlagError(err, args))
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
@@ -245,7 +247,13 @@ func connect(e *env, c *common, watchdog time.Duration, rep *reporter, name stri
 	}
 	lk, err := e.dial(cfg)
 	if err != nil {
-		return nil, "", rep.fail(describe(err, cfg.Conn.Addr, name), name), false
+		f := describe(err, cfg.Conn.Addr, name)
+		if cfg.Conn.TLS != nil && cfg.Conn.Addr != "" && (errors.Is(err, context.DeadlineExceeded) || isTimeout(err)) &&
+			answersPlainRESP(cfg.Conn.Addr, plainProbeTimeout) {
+			f = failure{exitUnavailable, fmt.Sprintf("Redis at %s answers without TLS, and did not answer the TLS "+
+				"handshake of rediss://: use redis:// (or enable TLS on the server: tls-port)", cfg.Conn.Addr)}
+		}
+		return nil, "", rep.fail(f, name), false
 	}
 	return lk, cfg.Conn.Addr, exitOK, true
 }
