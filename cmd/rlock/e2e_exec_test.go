@@ -140,7 +140,7 @@ func TestE2EFixedLeaseRunningOutStopsTheCommand(t *testing.T) {
 	if code := p.wait(t); code != exitLost {
 		t.Fatalf("rlock exited %d, want %d", code, exitLost)
 	}
-	if msg := joined(p.stderr.rest(t)); !strings.Contains(msg, "the fixed -lease 300ms ran out") {
+	if msg := joined(p.stderr.rest(t)); !strings.Contains(msg, "the fixed -lease 300ms of job is about to run out") {
 		t.Fatalf("stderr does not explain the loss:\n%s", msg)
 	}
 }

@@ -17,11 +17,12 @@ const (
 	evInterrupted = "interrupted"    // a signal ended the wait (signal); exit 128+N
 	evStarted     = "started"        // the command started (pid, command)
 	evSignal      = "signal"         // a signal for the command (signal, pid; from_terminal: the terminal sent it to both)
-	evLost        = "lost"           // the lock stopped being held while the command ran (cause, pid, signal SIGTERM)
-	evKilled      = "killed"         // the command outlived -grace after the loss and was sent SIGKILL (pid)
+	evLost        = "lost"           // the lock stopped being held, or its fixed lease is about to, while the command ran (cause, pid, signal SIGTERM)
+	evKilled      = "killed"         // the command's group outlived -grace after SIGTERM and was sent SIGKILL (pid)
 	evExited      = "exited"         // the command ended (exit_code, or signal; ran_ms)
+	evLeftovers   = "leftovers"      // processes the command started outlived it in its group and got SIGTERM (pid, signal)
 	evReleased    = "released"       // the lock was released (held_ms)
-	evReleaseFail = "release_failed" // the release failed (error); the lock ends with its lease
+	evReleaseFail = "release_failed" // the release failed (error; cause not_held when the lock was gone): a warning
 	evStatus      = "status"         // the result of `status`
 	evForced      = "force_unlocked" // the result of `force-unlock` (deleted)
 	evUnlocked    = "unlocked"       // the result of `unlock` (holds_left)

@@ -66,6 +66,19 @@ func runExec(e *env, c *common, args []string) int {
 	case *watchdog < rlock.MinLease:
 		return usageError(flags, "-watchdog %v: want at least %v", *watchdog, rlock.MinLease)
 	}
+	graceSet := false
+	flags.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
+	leaseFlag, leaseLen := "-watchdog", *watchdog
+	if *lease > 0 {
+		leaseFlag, leaseLen = "-lease", *lease
+	}
+	if limit := maxGrace(*lease, *watchdog); !graceSet {
+		*grace = min(*grace, limit) // the default, shortened to fit a short lease
+	} else if *grace > limit {
+		return usageError(flags, "-grace %v does not fit in the %v lease (%s): the command must be stopped, SIGKILL "+
+			"included, before the lease can end on the server, even when rlock itself is killed, so -grace may be at "+
+			"most half of %s (%v); lower -grace or raise %s", *grace, leaseLen, leaseFlag, leaseFlag, limit, leaseFlag)
+	}
 	if *owner != "" {
 		if err := checkOwner(*owner); err != nil {
 			return usageError(flags, "%v", err)
@@ -131,11 +144,11 @@ func lookCommand(name string) (string, *failure) {
 
 // run acquires the lock, runs the command under it and releases it.
 func (x *execRun) run() int {
-	held, owner, acquiredAt, code, ok := x.acquire()
+	g, code, ok := x.acquire()
 	if !ok {
 		return code
 	}
-	return x.supervise(held, owner, acquiredAt)
+	return x.supervise(g)
 }
 
 // describeHolders says who holds a lock, for messages: "held by ID (2 holds), lease ends in 28.4s".

@@ -378,15 +378,26 @@ func TestExecLeaseIsPassedAndReported(t *testing.T) {
 	}
 }
 
-func TestExecReleaseThatFindsTheLockGoneIsALoss(t *testing.T) {
+// A command that ended while the lock was held exits with its own status even when the release then finds the
+// lock gone (it expired or was force-unlocked after the last renewal): a warning, not exit 79.
+func TestExecReleaseThatFindsTheLockGoneIsAWarning(t *testing.T) {
 	h := newHarness(t)
 	h.fake.releaseErr = rlock.ErrNotHeld
-	code, _, events := h.runSync(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "exit", "0")...)...)
-	if code != exitLost {
-		t.Fatalf("code %d, want %d", code, exitLost)
+	code, _, events := h.runSync(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "exit", "3")...)...)
+	if code != 3 {
+		t.Fatalf("code %d, want the command's 3", code)
 	}
-	if findEvent(t, events, "lost").str("cause") != "not_held" {
-		t.Fatalf("events:\n%s", joined(events))
+	if e := findEvent(t, events, "release_failed"); e.str("cause") != "not_held" {
+		t.Fatalf("release_failed event %v", e)
+	}
+	if slices.Contains(eventNames(t, events), "lost") {
+		t.Fatalf("a lost event for a release after the command ended:\n%s", joined(events))
+	}
+	h = newHarness(t)
+	h.fake.releaseErr = rlock.ErrNotHeld
+	_, _, errs := h.runSync(t, append([]string{"exec", "job", "--"}, helper(t, "exit", "0")...)...)
+	if msg := joined(errs); len(errs) != 1 || !strings.Contains(msg, "warning: job was no longer held") {
+		t.Fatalf("stderr %q", msg)
 	}
 }
 

@@ -43,10 +43,11 @@ func runLock(e *env, c *common, args []string) int {
 		wd: rlock.DefaultWatchdogTimeout, sigs: make(chan os.Signal, 2*len(forwardedSignals)), quiet: *quiet}
 	e.notify(x.sigs, forwardedSignals...)
 	defer e.stopNotify(x.sigs)
-	_, id, at, code, ok := x.acquire()
+	g, code, ok := x.acquire()
 	if !ok {
 		return code
 	}
+	id, at := g.owner, g.at
 	// The owner id is the result: OWNER=$(rlock lock -hold 10m deploy). -json has it in the acquired event.
 	rep.say(result, id)
 	rep.say(info, fmt.Sprintf("%s is held until about %s unless released: rlock unlock -owner %s %s",

@@ -26,16 +26,24 @@ type env struct {
 	dial                  func(rlock.Config) (locker, error)
 	notify                func(chan<- os.Signal, ...os.Signal)
 	stopNotify            func(chan<- os.Signal)
-	fromTerminal          func(os.Signal) bool
+	// terminal reports whether rlock runs in the foreground of its controlling terminal, which exec then gives
+	// to the command; nil: never.
+	terminal func() bool
+	// fromTerminal reports whether a signal rlock caught was delivered to the command by the terminal too, so
+	// that forwarding it would deliver it twice; nil: exec's rule (a hangup, while the command has the terminal).
+	fromTerminal func(os.Signal) bool
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == supervisorArg {
+		os.Exit(supervisorMain(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], &env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		getenv: os.Getenv, environ: os.Environ(),
 		dial:   dialRlock,
 		notify: signal.Notify, stopNotify: signal.Stop,
-		fromTerminal: fromTerminal,
+		terminal: terminalIsOurs,
 	}))
 }
 

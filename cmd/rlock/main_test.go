@@ -24,6 +24,9 @@ const helperEnv = "RLOCK_TEST_HELPER"
 // are not ours, and IgnoreCurrent takes them out. The rlock binary built for the end-to-end tests is removed at the
 // end.
 func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == supervisorArg { // rlock exec, run in process, starts this binary as its supervisor
+		os.Exit(supervisorMain(os.Args[2:]))
+	}
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperMain(os.Args[1:]))
 	}
