@@ -135,7 +135,7 @@ func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
 	if _, err := master.Write([]byte{0x03}); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
-	seen = out.waitForLine(t, "SIGINT", seen) // to the command's group, which has the terminal, not to rlock
+	seen = out.waitForLine(t, "SIGINT", seen)                   // to the command's group, which has the terminal, not to rlock
 	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil { // to rlock alone: forwarded
 		t.Fatal(err)
 	}
