@@ -299,3 +299,25 @@ func TestE2ENestedExecReentersThroughRLOCKOWNER(t *testing.T) {
 		t.Fatal("lock left behind")
 	}
 }
+
+// The server stops answering (SIGSTOP) while the command runs, and the command finishes with status 0 within its
+// lease: rlock exits 0, the command's status; the release that cannot get through is a warning.
+func TestE2ECommandThatEndedUnderTheLockKeepsItsStatusWhenTheReleaseFails(t *testing.T) {
+	srv := redistest.Start(t)
+	p := startRlock(t, nil, append([]string{"-addr", srv.URL() + "?read_timeout=300ms"},
+		execArgs([]string{"-watchdog", "2s"}, "job", holdCmd(t, filepath.Join(t.TempDir(), "runs"), "A", ""))...)...)
+	p.stdout.expect(t, "holding")
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Resume() })
+	p.closeStdin() // the command ends, with status 0, well within its 2s lease
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("rlock exited %d, want the command's 0:\n%s", code, joined(p.stderr.rest(t)))
+	}
+	events := p.stderr.rest(t)
+	if got := eventNames(t, events); !slices.Contains(got, "release_failed") || slices.Contains(got, "lost") ||
+		slices.Contains(got, "error") {
+		t.Fatalf("events %v:\n%s", got, joined(events))
+	}
+}

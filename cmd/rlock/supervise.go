@@ -175,9 +175,16 @@ loop:
 }
 
 // release releases the lock after the command. A release that fails, or finds the lock no longer held, is
-// reported as a warning: the command ran under the lock, which now ends with its lease if it still exists.
+// reported as a warning: the command ran under the lock, which now ends with its lease if it still exists. It
+// blocks for at most the lease's length: by then the lock has freed itself anyway.
 func (x *execRun) release(g grant) {
-	err := x.lk.Release(context.Background(), g.held, x.name)
+	leaseLen := x.wd
+	if x.lease > 0 {
+		leaseLen = x.lease
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), leaseLen)
+	defer cancel()
+	err := x.lk.Release(ctx, g.held, x.name)
 	if err == nil {
 		x.rep.emit(event{Event: evReleased, Name: x.name, HeldMS: ms(time.Since(g.at))}, info,
 			fmt.Sprintf("released %s (held %v)", shown(x.name), time.Since(g.at).Round(time.Millisecond)))
@@ -190,13 +197,12 @@ func (x *execRun) release(g grant) {
 		return
 	}
 	f := describe(err, x.addr, x.name)
-	leaseEnd := x.wd
-	if x.lease > 0 {
-		leaseEnd = x.lease
+	if ctx.Err() != nil {
+		f.msg = fmt.Sprintf("Redis at %s did not confirm it within the %v lease", x.addr, leaseLen)
 	}
 	x.rep.emit(event{Event: evReleaseFail, Name: x.name, Error: f.msg}, problem,
 		fmt.Sprintf("warning: could not release %s: %s; it frees itself when its lease ends (within %v)",
-			shown(x.name), f.msg, leaseEnd))
+			shown(x.name), f.msg, leaseLen))
 }
 
 // exitStatus turns the command's end into rlock's exit code (its status, or 128+N when killed by signal N) and
