@@ -165,3 +165,49 @@ func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
 			count["SIGINT"], count["SIGUSR1"], count["SIGTERM"], joined(seen))
 	}
 }
+
+// An interactive command keeps the terminal: its process group becomes the terminal's foreground group, so it can
+// read from it (a background group that reads is stopped by SIGTTIN), and rlock's group gets the terminal back
+// when the command is done. A "shell" helper runs rlock as its foreground job and checks the latter.
+func TestE2EInteractiveCommandHasTheTerminalAndRlockGetsItBack(t *testing.T) {
+	srv := redistest.Start(t)
+	master, slave := openPTY(t)
+	out := readTTY(t, master)
+	shell := helper(t, append([]string{"jobshell", rlockBinary(t), "exec", "job", "--"}, helper(t, "readline")...)...)
+	cmd := exec.Command(shell[0], shell[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = append(os.Environ(), helperEnv+"=1", goraceEnv(), "REDIS_URL="+srv.URL())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	exited := make(chan struct{})
+	// Owner: this test. Exits with the process; received below or in the cleanup (which kills it first).
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-exited:
+		default:
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	})
+	seen := out.waitFor(t, "ready", nil)
+	if _, err := master.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	seen = out.waitFor(t, "got: hello", seen)
+	seen = out.waitFor(t, "foreground", seen)
+	if last := seen[len(seen)-1]; last != "foreground restored" {
+		t.Fatalf("after rlock: %q; output:\n%s", last, joined(seen))
+	}
+	select {
+	case <-exited:
+	case <-time.After(testTimeout):
+		t.Fatal("the shell helper did not exit")
+	}
+}
