@@ -98,10 +98,10 @@ func runExec(e *env, c *common, args []string) int {
 	defer lk.Close()
 	x := &execRun{e: e, argv: rest, path: path, grace: *grace, acquirer: acquirer{
 		rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(wait), lease: *lease, owner: *owner,
-		wd: *watchdog, sigs: make(chan os.Signal, 2*len(forwardedSignals)),
+		wd: *watchdog, sigs: make(chan os.Signal, 2*(len(forwardedSignals)+len(jobControlSignals))),
 		notRun: fmt.Sprintf("; %s was not run", rest[0]), quiet: *quiet,
 	}}
-	e.notify(x.sigs, forwardedSignals...)
+	e.notify(x.sigs, append(forwardedSignals, jobControlSignals...)...)
 	defer e.stopNotify(x.sigs)
 	return x.run()
 }

@@ -15,6 +15,9 @@ type job interface {
 	signal(s os.Signal)
 	// stop makes the group stop: SIGTERM now, SIGKILL after the grace. It does not block.
 	stop()
+	// resume continues the group after rlock itself was continued (a shell's fg or bg), giving it the terminal
+	// when rlock is in the foreground. It does not block.
+	resume()
 	// hasTerminal reports whether the command's group was given the controlling terminal.
 	hasTerminal() bool
 	// close waits for the supervision to end after jobDone and frees what it holds.

@@ -83,6 +83,8 @@ func (j *directJob) stop() {
 	}
 }
 
+func (j *directJob) resume() {}
+
 func (j *directJob) close() {
 	for range j.events {
 	}

@@ -88,6 +88,10 @@ func (j *supervisedJob) stop() {
 	_, _ = fmt.Fprintln(j.ctl, ctlStop)
 }
 
+func (j *supervisedJob) resume() {
+	_, _ = fmt.Fprintln(j.ctl, ctlCont)
+}
+
 func (j *supervisedJob) close() {
 	j.ctl.Close()
 	for range j.events { // the supervisor ends its reports when it exits

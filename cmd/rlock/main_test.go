@@ -53,9 +53,12 @@ func TestMain(m *testing.M) {
 //	                    tickEvery, forever
 //	tick FILE ID        ignore SIGTERM, print "ready", append "tick ID PID <ns>" every tickEvery, forever
 //	mark FILE ID        append "start ID PID <ns>" to FILE
-//	readline            print "ready", read a line from stdin, print "got: LINE"
+//	readline            print "ready PID", read a line from stdin, print "got: LINE"
 //	jobshell ARGS...    run ARGS as a child in this process group (a shell's foreground job), then print
 //	                    "foreground restored" if this group is the terminal's foreground group again
+//	bgjob ARGS...       run ARGS as a background job (a process group of its own, not the terminal's); on
+//	                    SIGUSR1 bring it to the foreground as a shell's fg does (tcsetpgrp, SIGCONT), wait for it,
+//	                    print "job done"
 func helperMain(args []string) int {
 	if len(args) == 0 {
 		fmt.Fprintln(os.Stderr, "helper: no mode")
@@ -94,7 +97,7 @@ func helperMain(args []string) int {
 	case "mark":
 		return appendLine(args[1], fmt.Sprintf("start %s %d %d\n", args[2], os.Getpid(), time.Now().UnixNano()))
 	case "readline":
-		fmt.Println("ready")
+		fmt.Println("ready", os.Getpid())
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil {
 			fmt.Println("read error:", err)
@@ -104,6 +107,8 @@ func helperMain(args []string) int {
 		return 0
 	case "jobshell":
 		return helperJobShell(args[1:])
+	case "bgjob":
+		return helperBackgroundJob(args[1:])
 	}
 	fmt.Fprintln(os.Stderr, "helper: unknown mode", args[0])
 	return 2
@@ -179,6 +184,29 @@ func helperJobShell(args []string) int {
 	} else {
 		fmt.Printf("foreground not restored: %d, not %d (%v)\n", fg, syscall.Getpgrp(), err)
 	}
+	return 0
+}
+
+// helperBackgroundJob starts its arguments as a background job and brings it to the foreground on SIGUSR1.
+func helperBackgroundJob(args []string) int {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Println("job:", err)
+		return 2
+	}
+	<-usr1
+	if err := unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, cmd.Process.Pid); err != nil {
+		fmt.Println("fg:", err)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+	_ = cmd.Wait()
+	signal.Ignore(syscall.SIGTTOU) // take the terminal back from the background, as a shell does
+	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, syscall.Getpgrp())
+	fmt.Println("job done")
 	return 0
 }
 

@@ -17,6 +17,7 @@ const supervisorArg = "--rlock-internal-supervisor"
 const (
 	ctlSignal = "signal" // rlock → supervisor: "signal N", send signal N to the command's process group
 	ctlStop   = "stop"   // rlock → supervisor: the lock is lost; SIGTERM the group now, SIGKILL after the grace
+	ctlCont   = "cont"   // rlock → supervisor: rlock was continued (fg or bg): continue the group, with the terminal on fg
 
 	repStarted   = "started"   // "started PID": the command runs, as PID, leading its own process group
 	repFailed    = "failed"    // "failed ERRNO": the command could not be started
@@ -25,6 +26,7 @@ const (
 	repExited    = "exited"    // "exited STATUS": the command exited with STATUS
 	repSignaled  = "signaled"  // "signaled N": signal N killed the command
 	repLeftovers = "leftovers" // processes of the group outlived the command: they got SIGTERM
+	repResumed   = "resumed"   // "resumed N": signal N stopped the command while it had the terminal; it was continued
 	repDone      = "done"      // the group is empty (and the terminal given back): nothing of the command runs
 )
 
@@ -38,6 +40,7 @@ const (
 	jobKilled                        // SIGKILL sent to the group after the grace
 	jobExited                        // status: the command ended
 	jobLeftovers                     // processes of the group outlived the command and got SIGTERM
+	jobResumed                       // signal (status.signal) stopped the command at the terminal; it was continued
 	jobDone                          // the group is empty
 	jobVanished                      // the supervisor died without saying done: rlock killed the group itself
 )
@@ -85,6 +88,9 @@ func parseReport(line string) (jobEvent, error) {
 		return jobEvent{kind: jobExited, status: cmdStatus{signal: syscall.Signal(n)}}, err
 	case repLeftovers:
 		return jobEvent{kind: jobLeftovers}, nil
+	case repResumed:
+		n, err := num()
+		return jobEvent{kind: jobResumed, status: cmdStatus{signal: syscall.Signal(n)}}, err
 	case repDone:
 		return jobEvent{kind: jobDone}, nil
 	}

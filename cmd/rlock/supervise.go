@@ -81,6 +81,10 @@ loop:
 	for {
 		select {
 		case s := <-x.sigs:
+			if isContinue(s) {
+				j.resume()
+				break
+			}
 			if fromTerminal(s) {
 				x.rep.emit(event{Event: evSignal, Name: x.name, PID: pid, Signal: sigName(s), Terminal: true}, info,
 					fmt.Sprintf("%s came from the terminal, which sent it to %s too", sigName(s), cmdName))
@@ -134,6 +138,11 @@ loop:
 					x.rep.emit(event{Event: evLost, Name: x.name, Owner: g.owner, Cause: causeCode(lostCause)}, problem,
 						fmt.Sprintf("lost the lock %s as %s ended: %s", shown(x.name), cmdName, x.causeText(lostCause)))
 				}
+			case jobResumed:
+				x.rep.emit(event{Event: evSignal, Name: x.name, PID: pid, Signal: sigName(ev.status.signal), Terminal: true},
+					problem, fmt.Sprintf("%s stopped %s at the terminal: continued it, since a command cannot be suspended "+
+						"under rlock (rlock would have to stop too, and nothing would renew the lock); Ctrl-C ends it",
+						sigName(ev.status.signal), cmdName))
 			case jobLeftovers:
 				x.rep.emit(event{Event: evLeftovers, Name: x.name, PID: pid, Signal: "SIGTERM"}, problem,
 					fmt.Sprintf("%s (pid %d) ended, but processes it started still ran in its process group: sent them "+

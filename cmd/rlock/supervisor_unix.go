@@ -46,7 +46,7 @@ type supervisor struct {
 	grace  time.Duration
 	killBy time.Time // a fixed lease's last moment for SIGKILL; zero for the watchdog
 
-	tty       *os.File // the terminal given to the command's group, or nil
+	tty       *os.File // the controlling terminal, or nil when there is none
 	rlockPgrp int      // rlock's process group, which gets the terminal back
 
 	exited   bool        // the command has exited and was reaped
@@ -81,9 +81,9 @@ func supervisorMain(args []string) int {
 	becomeSubreaper()
 
 	attr := &syscall.ProcAttr{Env: os.Environ(), Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setpgid: true}}
-	if *fg {
-		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil {
-			s.tty = tty
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil { // ENXIO without a controlling terminal
+		s.tty = tty
+		if *fg {
 			attr.Sys.Foreground, attr.Sys.Ctty = true, int(tty.Fd()) // the child calls tcsetpgrp with signals blocked
 		}
 	}
@@ -154,6 +154,9 @@ func (s *supervisor) run(ctl *os.File, pid int, ignored <-chan os.Signal) {
 				reaped = nil
 				break
 			}
+			if r.pid == pid && r.status.Stopped() {
+				s.stopped(r.status.StopSignal())
+			}
 			if r.pid == pid && (r.status.Exited() || r.status.Signaled()) {
 				s.exited = true
 				if r.status.Signaled() {
@@ -202,7 +205,37 @@ func (s *supervisor) obey(line string) {
 		}
 	case ctlStop:
 		s.beginStop()
+	case ctlCont:
+		// rlock was continued by its shell: on fg, its group has the terminal again and passes it on, as when the
+		// command started; on bg, the command runs on in the background (and stops again if it reads the
+		// terminal, as any background job).
+		if s.tty != nil && s.foreground() == s.rlockPgrp {
+			_ = unix.IoctlSetPointerInt(int(s.tty.Fd()), unix.TIOCSPGRP, s.pgid)
+		}
+		s.signalGroup(syscall.SIGCONT)
 	}
+}
+
+// stopped handles the command stopped by sig (Ctrl-Z's SIGTSTP, or a SIGSTOP it sent itself on Ctrl-Z, as
+// editors do) while its group holds the terminal. A shell regains the terminal only when its job — rlock —
+// stops, and a stopped rlock renews nothing: the lock would be lost. So the command cannot be suspended: the
+// supervisor continues the group at once, and rlock says why. A command stopped while in the background (reading
+// the terminal: SIGTTIN) stays stopped until rlock's shell continues rlock (ctlCont).
+func (s *supervisor) stopped(sig syscall.Signal) {
+	if s.stopping || s.tty == nil || s.foreground() != s.pgid {
+		return
+	}
+	s.signalGroup(syscall.SIGCONT)
+	s.report(repResumed, int(sig))
+}
+
+// foreground returns the terminal's foreground process group, or -1.
+func (s *supervisor) foreground() int {
+	fg, err := unix.IoctlGetInt(int(s.tty.Fd()), unix.TIOCGPGRP)
+	if err != nil {
+		return -1
+	}
+	return fg
 }
 
 // beginStop sends the group SIGTERM (with SIGCONT, so that a stopped process acts on it) and arms SIGKILL after
@@ -240,9 +273,8 @@ func (s *supervisor) giveTerminalBack() {
 	if s.tty == nil {
 		return
 	}
-	fd := int(s.tty.Fd())
-	if fg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && fg == s.pgid && s.rlockPgrp > 0 {
-		_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, s.rlockPgrp)
+	if s.foreground() == s.pgid && s.rlockPgrp > 0 {
+		_ = unix.IoctlSetPointerInt(int(s.tty.Fd()), unix.TIOCSPGRP, s.rlockPgrp)
 	}
 	s.tty.Close()
 }
@@ -269,12 +301,12 @@ type reapResult struct {
 }
 
 // reapChildren waits for every child of the supervisor (the command, and on Linux the command's orphans) and
-// sends each exit on out; it closes out when no child is left.
+// sends each exit, and each stop, on out; it closes out when no child is left.
 func reapChildren(out chan<- reapResult) {
 	defer close(out)
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		pid, err := syscall.Wait4(-1, &ws, syscall.WUNTRACED, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
