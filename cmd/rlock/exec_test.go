@@ -139,6 +139,9 @@ func TestExecUsageErrors(t *testing.T) {
 		{[]string{"exec", "-lease", "-1s", "job", "--", "true"}, "-lease"},
 		{[]string{"exec", "-lease", "10us", "job", "--", "true"}, "-lease"},
 		{[]string{"exec", "-grace", "-1s", "job", "--", "true"}, "-grace"},
+		{[]string{"exec", "-grace", "20s", "job", "--", "true"}, "-grace 20s does not fit in the 30s lease (-watchdog)"},
+		{[]string{"exec", "-watchdog", "3s", "-grace", "2s", "job", "--", "true"}, "at most half of -watchdog (1.5s)"},
+		{[]string{"exec", "-lease", "2s", "-grace", "1500ms", "job", "--", "true"}, "at most half of -lease (1s)"},
 		{[]string{"exec", "-watchdog", "0", "job", "--", "true"}, "-watchdog"},
 		{[]string{"exec", "-owner", "nobody", "job", "--", "true"}, "UUID:N"},
 		{[]string{"exec", "-owner", "abc:x1", "job", "--", "true"}, "decimal"},
@@ -450,5 +453,19 @@ func TestExecConnectionFailureSaysWhatToDo(t *testing.T) {
 	}
 	if msg := joined(errs); !strings.Contains(msg, "cannot connect to Redis at 10.1.2.3:6380") || !strings.Contains(msg, "Is redis-server running") {
 		t.Fatalf("stderr %q", msg)
+	}
+}
+
+// The default -grace is shortened to fit a short lease; the rule is about a -grace given explicitly.
+func TestExecDefaultGraceFitsAShortLease(t *testing.T) {
+	h := newHarness(t)
+	r := h.start(t, append([]string{"-v", "exec", "-watchdog", "2s", "job", "--"}, helper(t, "ignore-term")...)...)
+	h.stdout.expect(t, "ready")
+	h.fake.lose("job", rlock.ErrLockLost)
+	if code := r.wait(t); code != exitLost {
+		t.Fatalf("code %d, want %d", code, exitLost)
+	}
+	if msg := joined(h.stderr.rest(t)); !strings.Contains(msg, "(SIGKILL in 1s)") {
+		t.Fatalf("the grace is not half the 2s watchdog:\n%s", msg)
 	}
 }
