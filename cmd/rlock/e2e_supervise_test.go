@@ -125,14 +125,22 @@ func startGroup(t *testing.T, srv *redistest.Server, flags []string, script stri
 	return p, pid
 }
 
-// checkGone fails unless process pid has ended (it is not a child of the test: kill 0 says ESRCH once it is
-// reaped). rlock returns only once its supervisor saw the whole group end, so no waiting is needed.
+// checkGone fails unless process pid has ended: kill 0 says ESRCH once it is reaped, and /proc says Z while it is a
+// zombie that nobody reaped yet (when its supervisor was killed, an orphan goes to init, which here may never
+// reap). rlock returns only once its supervisor saw the whole group end, so no waiting is needed.
 func checkGone(t *testing.T, pid int, what string) {
 	t.Helper()
-	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-		t.Fatalf("%s (pid %d) still runs after rlock exited (kill 0: %v)", what, pid, err)
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	err := syscall.Kill(pid, 0)
+	if errors.Is(err, syscall.ESRCH) {
+		return
 	}
+	if stat, rerr := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); rerr == nil {
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); len(f) > 0 && f[0] == "Z" {
+			return
+		}
+	}
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Fatalf("%s (pid %d) still runs after rlock exited (kill 0: %v)", what, pid, err)
 }
 
 // A lost lock stops the command's whole process group: the background sleep of sh -c 'sleep 47 & wait' goes
@@ -216,4 +224,47 @@ func TestE2EFixedLeaseStopsTheGroupBeforeTheLeaseEnds(t *testing.T) {
 		}
 	}
 	checkStoppedBefore(t, file, 0, ready[1:])
+}
+
+// The supervisor killed from outside (kill -9): rlock, still alive, kills the command's group itself, since
+// nothing would stop it when the lock ends, and says that the command's status is unknown.
+func TestE2EKilledSupervisorTakesTheCommandDown(t *testing.T) {
+	srv := redistest.Start(t)
+	p, sleepPid := startGroup(t, srv, nil, "sleep 47 & echo $!; wait")
+	sup := childrenOf(t, p.cmd.Process.Pid)
+	if len(sup) != 1 {
+		t.Fatalf("rlock has children %v, want its supervisor alone", sup)
+	}
+	if err := syscall.Kill(sup[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t); code != exitSoftware {
+		t.Fatalf("rlock exited %d, want %d", code, exitSoftware)
+	}
+	p.stdout.rest(t) // ends when the command's group, which shares the pipe, is gone
+	checkGone(t, sleepPid, "the command's background sleep")
+	if e := findEvent(t, p.stderr.rest(t), "error"); !strings.Contains(e.str("error"), "supervisor") {
+		t.Fatalf("error event %v", e)
+	}
+}
+
+// childrenOf returns the pids of pid's children (Linux: /proc/PID/task/*/children).
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil || len(files) == 0 {
+		t.Skipf("no /proc/%d/task/*/children here: %v", pid, err)
+	}
+	var kids []int
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread exited meanwhile
+		}
+		for _, w := range strings.Fields(string(data)) {
+			n, _ := strconv.Atoi(w)
+			kids = append(kids, n)
+		}
+	}
+	return kids
 }
