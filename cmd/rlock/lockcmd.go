@@ -24,12 +24,11 @@ func runLock(e *env, c *common, args []string) int {
 	if !ok {
 		return code
 	}
-	hold, wait, owner, quiet := &o.hold, o.wait, &o.owner, &o.quiet
-	if *hold < rlock.MinLease {
+	if o.hold < rlock.MinLease {
 		return usageError(fs, "-hold: give the lease, at least %v (the lock outlives rlock lock, so nothing renews it)", rlock.MinLease)
 	}
-	if *owner != "" {
-		if err := checkOwner(*owner); err != nil {
+	if o.owner != "" {
+		if err := checkOwner(o.owner); err != nil {
 			return usageError(fs, "%v", err)
 		}
 	}
@@ -39,8 +38,8 @@ func runLock(e *env, c *common, args []string) int {
 		return code
 	}
 	defer lk.Close() // Close keeps held locks: this one ends with its lease, or with rlock unlock
-	x := &acquirer{rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(wait), lease: *hold, owner: *owner,
-		wd: rlock.DefaultWatchdogTimeout, sigs: make(chan os.Signal, 2*len(forwardedSignals)), quiet: *quiet}
+	x := &acquirer{rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(o.wait), lease: o.hold, owner: o.owner,
+		wd: rlock.DefaultWatchdogTimeout, sigs: make(chan os.Signal, 2*len(forwardedSignals)), quiet: o.quiet}
 	e.notify(x.sigs, forwardedSignals...)
 	defer e.stopNotify(x.sigs)
 	g, code, ok := x.acquire()
@@ -51,7 +50,7 @@ func runLock(e *env, c *common, args []string) int {
 	// The owner id is the result: OWNER=$(rlock lock -hold 10m deploy). -json has it in the acquired event.
 	rep.say(result, id)
 	rep.say(info, fmt.Sprintf("%s is held until about %s unless released: rlock unlock -owner %s %s",
-		shown(name), at.Add(*hold).Format(time.TimeOnly), shellQuote(id), shellQuote(name)))
+		shown(name), at.Add(o.hold).Format(time.TimeOnly), shellQuote(id), shellQuote(name)))
 	return exitOK
 }
 
