@@ -304,7 +304,7 @@ func TestE2ENestedExecReentersThroughRLOCKOWNER(t *testing.T) {
 // lease: rlock exits 0, the command's status; the release that cannot get through is a warning.
 func TestE2ECommandThatEndedUnderTheLockKeepsItsStatusWhenTheReleaseFails(t *testing.T) {
 	srv := redistest.Start(t)
-	p := startRlock(t, nil, append([]string{"-addr", srv.URL() + "?read_timeout=300ms"},
+	p := startRlock(t, nil, append([]string{"-addr", srv.URL() + "?read_timeout=300ms&dial_timeout=500ms"},
 		execArgs([]string{"-watchdog", "2s"}, "job", holdCmd(t, filepath.Join(t.TempDir(), "runs"), "A", ""))...)...)
 	p.stdout.expect(t, "holding")
 	if err := srv.Pause(); err != nil {
