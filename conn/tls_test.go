@@ -86,7 +86,7 @@ func TestTLSAgainstAPlaintextServerFailsFastSayingSo(t *testing.T) {
 			t.Fatalf("New took %v; want well under the 5 s dial timeout", d)
 		}
 		if !errors.Is(err, conn.ErrInvalidConfig) || errors.Is(err, conn.ErrUnavailable) ||
-			!strings.Contains(err.Error(), "plain RESP") || !strings.Contains(err.Error(), "redis://") {
+			!strings.Contains(err.Error(), "answers without TLS") || !strings.Contains(err.Error(), "use redis://") {
 			t.Fatalf("err = %v; want ErrInvalidConfig saying the server speaks plain RESP", err)
 		}
 	}

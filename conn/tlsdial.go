@@ -149,7 +149,7 @@ func (f *firstByte) Read(p []byte) (int, error) {
 
 // plainServerError is the error of TLS against a server that answers in plain RESP.
 func plainServerError(addr string) error {
-	return fmt.Errorf("%w: the server at %s answers in plain RESP, not TLS: use a redis:// URL (Config.TLS nil), "+
+	return fmt.Errorf("%w: the server at %s answers without TLS (plain RESP): use redis:// (Config.TLS nil), "+
 		"or the port where the server serves TLS (its tls-port)", ErrInvalidConfig, addr)
 }
 
