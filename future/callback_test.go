@@ -118,7 +118,9 @@ func TestFollowCallbacksAreNotUserCallbacks(t *testing.T) {
 func TestGetWithNilContext(t *testing.T) {
 	p := future.NewPromise[int]()
 	go p.Succeed(3) // owner: this test; returns at once
-	if v, err := p.Future().Get(nil); v != 3 || err != nil { //nolint:staticcheck // a nil ctx is the point
+
+	// A nil context is the point of the test.
+	if v, err := p.Future().Get(nil); v != 3 || err != nil { //nolint:staticcheck
 		t.Fatalf("Get(nil) = (%d, %v), want (3, nil)", v, err)
 	}
 }
