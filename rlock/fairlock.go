@@ -177,6 +177,9 @@ func (l *FairLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // ForceUnlock deletes the lock whoever holds it and wakes the head waiter; it reports whether there was a lock.
 // This client's holds end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
 		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
 }
@@ -201,7 +204,7 @@ func (l *FairLock) HoldCount(held context.Context) (int, error) {
 // QueueLength returns how many waiters are queued on the server (any client). It blocks until the server answers
 // or ctx ends.
 func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
-	if err := l.check("FairLock.QueueLength"); err != nil {
+	if err := l.checkCtx("FairLock.QueueLength", ctx); err != nil {
 		return 0, err
 	}
 	n, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"LLEN", l.fkeys[1]}}).Get(ctx))

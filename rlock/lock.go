@@ -100,6 +100,9 @@ func (l *Lock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // unlockSync is a blocking Unlock of any kind of lock: unlock, with the release's replies read by this call's own
 // Get (see syncUnlockOp), which waits for the server's answer whatever held's state.
 func (lo *lockObject) unlockSync(held context.Context, op string) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	u, err := lo.release(held, op, true)
 	if err != nil {
 		return err

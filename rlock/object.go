@@ -1,5 +1,11 @@
 package rlock
 
+import (
+	"context"
+
+	"github.com/locksmith-go/locksmith/future"
+)
+
 // object is what every handle of the package shares — locks, semaphores, latches, rate limiters: its client, its
 // name (its Redis key), and the shard that keeps its local state (held locks, waiter queues), chosen by the name
 // so that a lock's holds and its waiters meet under one mutex. Handles are cheap values; the client keeps the
@@ -19,6 +25,35 @@ func (o *object) check(op string) error {
 	}
 	if o.c.closed.Load() {
 		return ErrClosed
+	}
+	return nil
+}
+
+// client returns the handle's Client (MultiLock and RedLock reach their locks' Clients through it).
+func (o *object) client() *Client { return o.c }
+
+// checkCtx is check for a call bounded by ctx, which must not be nil.
+func (o *object) checkCtx(op string, ctx context.Context) error {
+	if ctx == nil {
+		return nilContextError(op)
+	}
+	return o.check(op)
+}
+
+// checkBlocking is checkCtx for a blocking call that changes state on the server (an acquire, a release, a
+// count-down...): inside a future callback or an Observer method it fails at once with ErrInCallback, before
+// anything is sent, so that the call has no effect (future.InCallback: one atomic load while no callback runs).
+func (o *object) checkBlocking(op string, ctx context.Context) error {
+	if future.InCallback() {
+		return ErrInCallback
+	}
+	return o.checkCtx(op, ctx)
+}
+
+// inCallback is the ErrInCallback check of a blocking call that is not made through a handle's object.
+func inCallback() error {
+	if future.InCallback() {
+		return ErrInCallback
 	}
 	return nil
 }

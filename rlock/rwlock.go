@@ -60,6 +60,9 @@ func (rw *ReadWriteLock) WriteLock() *WriteLock { return &rw.write }
 // was a lock. This client's read and write holds end with cause ErrLockLost. It blocks until the server answers or
 // ctx ends.
 func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	w := &rw.write
 	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub}}).Get(ctx)
@@ -68,7 +71,7 @@ func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
 func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) {
 	w := &rw.write
-	if err := w.check("ReadWriteLock.Mode"); err != nil {
+	if err := w.checkCtx("ReadWriteLock.Mode", ctx); err != nil {
 		return "", err
 	}
 	v, err := w.c.call(ctx, conn.Cmd{Args: []string{"HGET", w.name, "mode"}}).Get(ctx)
