@@ -108,6 +108,9 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	}
 	_, nop := r.Observer.(NopObserver)
 	c.observed = !nop
+	if c.observed {
+		c.obs = callbackObserver{r.Observer}
+	}
 	c.cluster = cc.IsCluster()
 	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
 	// is where conn subscribes the channels (Redisson makes the same choice).
