@@ -146,7 +146,9 @@ func TestSetQueriesNeedLocksOfThisPackage(t *testing.T) {
 type foreignLocker struct{ l *rlock.Lock }
 
 func (f foreignLocker) Name() string { return f.l.Name() }
-func (f foreignLocker) LockAsync(ctx context.Context) *future.Future[context.Context] { return f.l.LockAsync(ctx) }
+func (f foreignLocker) LockAsync(ctx context.Context) *future.Future[context.Context] {
+	return f.l.LockAsync(ctx)
+}
 func (f foreignLocker) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	return f.l.LockLeaseAsync(ctx, lease)
 }
