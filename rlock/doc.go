@@ -141,7 +141,10 @@
 // wait is a waiter of the same engine. They differ in their scripts, and in whom a message on their channel wakes:
 //
 //   - FairLock: the server queues the waiters (LIST and ZSET, as Redisson); each waiter waits on its own channel,
-//     which the release publishes to when it is its turn, so only the head is woken.
+//     which the release publishes to when it is its turn, so only the head is woken. A script that changes the
+//     head (a grant, a waiter leaving or dropped) wakes the new head, which then waits for the release bounded by
+//     the holder's lease; queued waiters also attempt at least every 750 ms, to notice what other clients
+//     (Redisson's) change in the queue without a message.
 //   - FencedLock: the plain lock's hash, channel and queue (its waiters queue with plain Lock's on the same name),
 //     plus a token counter incremented by every grant; a message wakes the head.
 //   - ReadWriteLock: one channel; a write unlock ("1") wakes every waiter (any number of readers may enter), a
