@@ -120,6 +120,13 @@ func (f *Future[T]) complete() bool { return f.state() >= stateNotifying }
 // observe its result. If completion and the end of ctx race, Get returns the
 // result whenever it is available by the time Get notices ctx.
 //
+// So ctx bounds this wait only, never the operation the future stands for: an
+// operation given up on by Get goes on, and what it obtains (in package rlock, a
+// lock granted to an abandoned acquire) belongs to whoever holds the future. To
+// abandon the operation itself, cancel the context it was started with (package
+// rlock's Async calls then release a grant in flight), and still handle a result
+// that completed first, for example with OnComplete.
+//
 // Get returns as soon as the result is visible, which may be before the
 // future's callbacks have run (they run on the completer's goroutine after the
 // waiters are woken). A ctx whose Done channel is nil (context.Background) makes

@@ -139,6 +139,8 @@ func (l *FairLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return l.lockAsync(ctx, "FairLock.LockAsync", -1, 0)
 }
@@ -152,6 +154,8 @@ func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("FairLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -170,6 +174,8 @@ func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (cont
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("FairLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)

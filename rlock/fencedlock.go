@@ -115,6 +115,8 @@ func (l *FencedLock) Lock(ctx context.Context) (context.Context, int64, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
 	return l.async(ctx, "FencedLock.LockAsync", -1, 0)
 }
@@ -129,6 +131,8 @@ func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (contex
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
 	if err := leaseFormError("FencedLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed(Fence{}, err)
@@ -146,6 +150,8 @@ func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
 	if err := tryFormError("FencedLock.TryLockAsync", wait); err != nil {
 		return future.Completed(Fence{}, err)

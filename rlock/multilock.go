@@ -474,6 +474,8 @@ func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (m *MultiLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return m.acquire(ctx, "LockAsync", -1, 0)
 }
@@ -498,6 +500,8 @@ func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (con
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("MultiLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)

@@ -140,6 +140,9 @@ func (s *PermitExpirableSemaphore) AcquireN(ctx context.Context, permits int, le
 }
 
 // AcquireAsync is the asynchronous form of AcquireN. It starts no goroutine.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *PermitExpirableSemaphore) AcquireAsync(ctx context.Context, permits int, lease time.Duration) *future.Future[[]string] {
 	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.AcquireAsync", permits, -1, lease)
 	return fut
@@ -172,6 +175,9 @@ func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int,
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquireN.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *PermitExpirableSemaphore) TryAcquireAsync(ctx context.Context, permits int, wait, lease time.Duration) *future.Future[[]string] {
 	if err := tryFormError("PermitExpirableSemaphore.TryAcquireAsync", wait); err != nil {
 		return future.Completed[[]string](nil, err)

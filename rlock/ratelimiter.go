@@ -206,6 +206,8 @@ func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.D
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
 	if err := tryFormError("RateLimiter.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
@@ -225,6 +227,8 @@ func (r *RateLimiter) Acquire(ctx context.Context, permits int64) error {
 }
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.Future[struct{}] {
 	_, fut := r.acquire(ctx, "RateLimiter.AcquireAsync", permits, -1)
 	return fut
@@ -300,6 +304,8 @@ func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
 	if err := tryFormError("FixedWindowLimiter.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
@@ -319,6 +325,8 @@ func (l *FixedWindowLimiter) Acquire(ctx context.Context, permits int64) error {
 }
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (l *FixedWindowLimiter) AcquireAsync(ctx context.Context, permits int64) *future.Future[struct{}] {
 	_, fut := l.acquire(ctx, "FixedWindowLimiter.AcquireAsync", permits, -1)
 	return fut

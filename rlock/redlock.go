@@ -205,6 +205,8 @@ func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *RedLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return r.acquire(ctx, "LockAsync", -1, 0)
 }
@@ -229,6 +231,8 @@ func (r *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (conte
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("RedLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)

@@ -126,6 +126,8 @@ func (r *ReadLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return r.lockAsync(ctx, "ReadLock.LockAsync", -1, 0)
 }
@@ -140,6 +142,8 @@ func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("ReadLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -157,6 +161,8 @@ func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (cont
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("ReadLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -257,6 +263,8 @@ func (wl *WriteLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return wl.lockAsync(ctx, "WriteLock.LockAsync", -1, 0)
 }
@@ -270,6 +278,8 @@ func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (contex
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("WriteLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -287,6 +297,8 @@ func (wl *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("WriteLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)

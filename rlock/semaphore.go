@@ -80,6 +80,9 @@ func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine; when ctx ends first the future fails
 // with ctx's error.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Future[struct{}] {
 	_, fut := s.acquire(ctx, "Semaphore.AcquireAsync", permits, -1)
 	return fut
@@ -99,6 +102,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Durat
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.Duration) *future.Future[bool] {
 	if err := tryFormError("Semaphore.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
