@@ -40,17 +40,9 @@ func (o *object) checkCtx(op string, ctx context.Context) error {
 	return o.check(op)
 }
 
-// checkBlocking is checkCtx for a blocking call that changes state on the server (an acquire, a release, a
-// count-down...): inside a future callback or an Observer method it fails at once with ErrInCallback, before
-// anything is sent, so that the call has no effect (future.InCallback: one atomic load while no callback runs).
-func (o *object) checkBlocking(op string, ctx context.Context) error {
-	if future.InCallback() {
-		return ErrInCallback
-	}
-	return o.checkCtx(op, ctx)
-}
-
-// inCallback is the ErrInCallback check of a blocking call that is not made through a handle's object.
+// inCallback is the first check of a blocking call: inside a future callback or an Observer method it fails with
+// ErrInCallback, before anything is sent, so that the refused call has no effect (future.InCallback: one atomic
+// load while no callback runs).
 func inCallback() error {
 	if future.InCallback() {
 		return ErrInCallback
