@@ -2,8 +2,10 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,8 +140,7 @@ func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
 func (r redissonFair) acquire(owner string, lease time.Duration) bool {
 	r.t.Helper()
 	args := append([]string{"EVAL", redissonFairAcquire}, r.keys()...)
-	args = append(args, strconv.FormatInt(lease.Milliseconds(), 10), owner, strconv.FormatInt(r.wait.Milliseconds(), 10),
-		nowMillis())
+	args = append(args, r.acquireStep(owner, lease).args...)
 	v, err := r.srv.Do(context.Background(), args...)
 	if err != nil {
 		r.t.Fatalf("Redisson fair acquire by %s: %v", owner, err)
@@ -147,14 +148,49 @@ func (r redissonFair) acquire(owner string, lease time.Duration) bool {
 	return v.Kind == redistest.KindNil
 }
 
-// release runs Redisson's release for owner.
-func (r redissonFair) release(owner string) {
+// javaStep is one Redisson script run inside atomically.
+type javaStep struct {
+	src  string
+	args []string
+}
+
+func (r redissonFair) acquireStep(owner string, lease time.Duration) javaStep {
+	return javaStep{redissonFairAcquire, []string{strconv.FormatInt(lease.Milliseconds(), 10), owner,
+		strconv.FormatInt(r.wait.Milliseconds(), 10), nowMillis()}}
+}
+
+func (r redissonFair) releaseStep(owner string) javaStep {
+	return javaStep{redissonFairRelease, []string{"0", "30000", owner, nowMillis()}}
+}
+
+// atomically runs Redisson scripts one after the other in one EVAL, so that no waiter of ours attempts between
+// them (it would refresh the deadline a step shifts), and returns the queue they leave.
+func (r redissonFair) atomically(steps ...javaStep) []string {
 	r.t.Helper()
-	args := append([]string{"EVAL", redissonFairRelease}, r.keys()...)
-	args = append(args, "0", "30000", owner, nowMillis())
-	if _, err := r.srv.Do(context.Background(), args...); err != nil {
-		r.t.Fatalf("Redisson fair release by %s: %v", owner, err)
+	var lua strings.Builder
+	var argv []string
+	for i, st := range steps {
+		fmt.Fprintf(&lua, "local function step%d(KEYS, ARGV)\n%s\nend\n", i, st.src)
 	}
+	for i, st := range steps {
+		refs := make([]string, len(st.args))
+		for j := range st.args {
+			refs[j] = fmt.Sprintf("ARGV[%d]", len(argv)+j+1)
+		}
+		fmt.Fprintf(&lua, "step%d(KEYS, {%s})\n", i, strings.Join(refs, ", "))
+		argv = append(argv, st.args...)
+	}
+	lua.WriteString("return redis.call('lrange', KEYS[2], 0, -1)")
+	args := append(append([]string{"EVAL", lua.String()}, r.keys()...), argv...)
+	v, err := r.srv.Do(context.Background(), args...)
+	if err != nil {
+		r.t.Fatalf("Redisson scripts: %v", err)
+	}
+	q := []string{}
+	for _, e := range v.Array {
+		q = append(q, e.Str)
+	}
+	return q
 }
 
 func (r redissonFair) queue() []string {
@@ -197,14 +233,13 @@ func TestFairLockWaiterDroppedByRedissonQueuesAgain(t *testing.T) {
 	}()
 	eventually(t, 5*time.Second, "our waiter queued behind the Java waiter", func() bool { return len(j.queue()) == 2 })
 
-	j.release(javaHolder)                       // wakes the Java waiter, the head
-	if !j.acquire(javaWaiter, 30*time.Second) { // shifts our waiter's deadline 5 minutes down: it has passed
-		t.Fatal("the Java waiter, head of the queue, was refused the free lock")
-	}
-	j.release(javaWaiter) // drops our waiter as stale, deletes the lock, and publishes to nobody
+	// In one step (so that our waiter cannot refresh its deadline in between): the holder releases, waking the
+	// Java waiter, the head; the Java waiter takes the lock, which shifts our waiter's deadline 5 minutes down: it
+	// has passed; it releases, which drops our waiter as stale, deletes the lock and publishes to nobody.
+	q := j.atomically(j.releaseStep(javaHolder), j.acquireStep(javaWaiter, 30*time.Second), j.releaseStep(javaWaiter))
 	dropped := time.Now()
-	if q := j.queue(); len(q) != 0 {
-		t.Fatalf("queue after the Java release: %v, want empty (our waiter dropped)", q)
+	if len(q) != 0 {
+		t.Fatalf("queue after the Java scripts: %v, want empty (our waiter dropped)", q)
 	}
 	g := <-got
 	if g.err != nil {
@@ -238,22 +273,18 @@ func TestFairLockWaiterBehindRedissonFollowsTheLease(t *testing.T) {
 	eventually(t, 5*time.Second, "our waiter queued", func() bool { return len(j.queue()) == 2 })
 	owner := j.queue()[1]
 
-	// The holder releases, the Java waiter (head) takes the lock and shifts our deadline 5 minutes down: it has
-	// passed. Nobody is woken.
-	j.release(javaHolder)
+	// In one step: the holder releases, the Java waiter (head) takes the lock and shifts our deadline 5 minutes
+	// down: it has passed, and nobody is woken. The Java thread's re-entry, like any Redisson script, then drops
+	// our waiter, head with a past deadline, and re-arms the lease.
 	const javaLease = 2 * time.Second
-	if !j.acquire(javaWaiter, javaLease) {
-		t.Fatal("the Java waiter, head of the queue, was refused the free lock")
-	}
-	// Any Redisson script now drops our waiter, head with a past deadline: the Java thread's re-entry does, and
-	// re-arms the lease.
 	reentry := time.Now()
-	if !j.acquire(javaWaiter, javaLease) {
-		t.Fatal("the Java re-entry was refused")
-	}
+	q := j.atomically(j.releaseStep(javaHolder), j.acquireStep(javaWaiter, javaLease), j.acquireStep(javaWaiter, javaLease))
 	dropped := time.Now()
-	if q := j.queue(); slices.Contains(q, owner) {
+	if slices.Contains(q, owner) {
 		t.Fatalf("queue %v still holds our waiter after the Java scripts", q)
+	}
+	if got := hgetall(t, srv, "flq"); got[javaWaiter] != "2" {
+		t.Fatalf("lock after the Java scripts: %v, want the Java waiter holding it twice", got)
 	}
 	eventually(t, 2*time.Second, "our waiter queued again", func() bool { return slices.Contains(j.queue(), owner) })
 	if d := time.Since(dropped); d > time.Second {
