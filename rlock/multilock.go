@@ -39,6 +39,10 @@ var (
 // releases every lock and reports each failure (errors.Join), after which the held context is cancelled with
 // ErrReleased.
 //
+// Every lock is held by one owner: the acquiring context's (a held context, or an owner pinned with WithOwner),
+// or else one minted for the acquisition. The held context carries it (OwnerOf), IsHeldBy and HoldCount ask every
+// lock about it, and a lock taken with the held context is taken by the same owner.
+//
 // A MultiLock is a cheap value safe for concurrent use; NewMultiLock does no I/O.
 type MultiLock struct{ s *multiSet }
 

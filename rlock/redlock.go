@@ -23,6 +23,9 @@ import (
 // master's error: with 2 of 5 masters down it still works, with 3 down it fails fast. Unlock releases every master
 // and reports each failure.
 //
+// As for a MultiLock, every lock is held by one owner, which the held context carries (OwnerOf); IsHeldBy and
+// HoldCount count a majority of the masters.
+//
 // A RedLock is a cheap value safe for concurrent use; NewRedLock does no I/O.
 type RedLock struct{ s *multiSet }
 
