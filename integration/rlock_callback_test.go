@@ -80,6 +80,7 @@ func TestBlockingCallInsideFutureCallbackFailsAtOnce(t *testing.T) {
 		_, m["ForceUnlock"] = l.ForceUnlock(ctx)
 		m["Semaphore.Release"] = c.Semaphore("cb-sem").Release(ctx, 1)
 		_, m["future.Get"] = future.NewPromise[int]().Future().Get(ctx)
+		m["Client.Close"] = c.Close() // would wait for the goroutine it runs on
 		errs <- m
 	})
 	m := await(t, "blocking calls inside a callback on the timer's worker", errs)
