@@ -107,17 +107,19 @@ type Relay struct {
 // step r forwards to: a Get on the promise whose driver is r then drives f.
 // Unlike OnComplete it does not tell f's driver that f is unattended while a Get
 // may still drive it (see Relay); use it only for a promise whose result somebody
-// waits for with Get (with a nil r it is OnComplete). It does not block.
+// waits for with Get (with a nil r it registers like OnComplete). fn is a
+// completer's plumbing, not user code: it does not run as a callback (see
+// InCallback), so it must never block. Follow does not block.
 func Follow[T any](r *Relay, f *Future[T], fn func(v T, err error)) {
 	if r == nil {
-		f.OnComplete(fn)
+		f.onComplete(fn, true, false)
 		return
 	}
 	r.mu.Lock()
 	r.d, r.step = f.drv, f
 	unattended := r.unattended && r.driving == 0
 	r.mu.Unlock()
-	f.onComplete(fn, unattended)
+	f.onComplete(fn, unattended, false)
 }
 
 // Drive is Driver: it drives the step in flight, for target. When it returns

@@ -134,6 +134,8 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 		return fail(clusterNameError(op, lo.name))
 	case lease < 0 || (lease > 0 && lease < MinLease):
 		return fail(leaseError(op, lease, "must be at least 1ms, or 0 for the watchdog"))
+	case ctx == nil:
+		return fail(nilContextError(op))
 	case c.closed.Load():
 		return fail(ErrClosed)
 	case ctx.Err() != nil:
@@ -169,6 +171,9 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 // lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
 // waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is released.
 func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
+	if err := inCallback(); err != nil {
+		return nil, err
+	}
 	lc, f := lo.acquire(ctx, op, wait, lease, false)
 	if lc == nil {
 		return f.Get(ctx)

@@ -108,6 +108,9 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	}
 	_, nop := r.Observer.(NopObserver)
 	c.observed = !nop
+	if c.observed {
+		c.obs = callbackObserver{r.Observer}
+	}
 	c.cluster = cc.IsCluster()
 	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
 	// is where conn subscribes the channels (Redisson makes the same choice).
@@ -148,8 +151,12 @@ func (c *Client) Lock(name string) *Lock {
 //
 // Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
 // exit; it blocks for at most the time the transport takes to close. It is safe for concurrent use; calls after
-// the first return nil.
+// the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and closes
+// nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
 func (c *Client) Close() error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}

@@ -83,6 +83,9 @@ func decodeFenced(v resp.Value) outcome {
 }
 
 func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, int64, error) {
+	if err := inCallback(); err != nil {
+		return nil, 0, err
+	}
 	lc, f := l.acquire(ctx, op, wait, lease, false)
 	if lc == nil {
 		_, err := f.Get(ctx)
@@ -112,6 +115,8 @@ func (l *FencedLock) Lock(ctx context.Context) (context.Context, int64, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
 	return l.async(ctx, "FencedLock.LockAsync", -1, 0)
 }
@@ -126,6 +131,8 @@ func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (contex
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
 	if err := leaseFormError("FencedLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed(Fence{}, err)
@@ -143,6 +150,8 @@ func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
 	if err := tryFormError("FencedLock.TryLockAsync", wait); err != nil {
 		return future.Completed(Fence{}, err)
@@ -169,7 +178,7 @@ func (l *FencedLock) Token(ctx context.Context) (int64, error) { return l.TokenA
 
 // TokenAsync is the asynchronous form of Token.
 func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
-	if err := l.check("FencedLock.Token"); err != nil {
+	if err := l.checkCtx("FencedLock.Token", ctx); err != nil {
 		return future.Completed(int64(0), err)
 	}
 	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.tokenKeys[1]}}), intReply)
@@ -178,6 +187,9 @@ func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message; it reports whether there was a
 // lock. This client's holds of it end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
 }

@@ -25,7 +25,7 @@ func TestScriptsAreTheOnesThePackageRuns(t *testing.T) {
 		"fairlock.leave": fairLeaveScript, "fairlock.forceunlock": fairForceUnlockScript,
 		"rwlock.readacquire": rwReadAcquireScript, "rwlock.writeacquire": rwWriteAcquireScript,
 		"rwlock.readrelease": rwReadReleaseScript, "rwlock.writerelease": rwWriteReleaseScript,
-		"rwlock.renew":      rwRenewScript,
+		"rwlock.renew": rwRenewScript, "rwlock.forceunlock": rwForceUnlockScript,
 		"semaphore.acquire": semAcquireScript, "semaphore.release": semReleaseScript,
 		"semaphore.trysetpermits": semTrySetScript, "semaphore.addpermits": semAddScript,
 		"semaphore.drain":         semDrainScript,
