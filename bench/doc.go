@@ -10,6 +10,8 @@
 // Go module. Every case runs in its own process, which warms up and then
 // hands the orchestrator the edges of its measurement window over standard
 // input and output, so that the orchestrator samples the server (INFO) and the
-// machine (/proc/stat) exactly around it. The workloads themselves live in
+// machine (/proc/stat) exactly around it; a case spread over processes (W2x,
+// W4x) runs in several such processes that open and close their window at one
+// common instant (workload.RunSpread). The workloads themselves live in
 // bench/workload; the report types and renderers in bench/report.
 package main

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -48,6 +49,9 @@ type options struct {
 	w2G         int
 	w2Keys      []int
 	w4G         []int
+	w2x         []shape
+	w4x         []shape
+	csHold      time.Duration
 	w5Keys      []int
 	ceiling     bool
 	ceilingDur  time.Duration
@@ -71,7 +75,9 @@ and prints a table; -json and -html write the report.
 Workloads: w1 uncontended pairs (G = 1, 64, 1024), w2 contended (64
 goroutines on 1 and 16 keys), w3 N watchdog-held locks, w4 hand-off latency
 (G = 2, 16 on one key), w5 async (one goroutine, 1024 keys in flight), raw
-EVALSHA acquire+release pairs on bare transports (ours-conn, rueidis, goredis).
+EVALSHA acquire+release pairs on bare transports (ours-conn, rueidis, goredis);
+w2x and w4x are w2 and w4 with the contenders spread over processes, each its
+own client (-w2x, -w4x: PxG or PxG/K, e.g. 8x8,64x1,8x8/16).
 
 Libraries: ours, redsync, redislock, rueidislock, rueidis (raw rueidis EVALSHA
 of the same scripts), goredis (the same on go-redis), ours-conn (the same on
@@ -89,9 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		fs.PrintDefaults()
 	}
 	var o options
-	var workloads, libs, w1G, procs, w2Keys, w4G, w5Keys string
+	var workloads, libs, w1G, procs, w2Keys, w4G, w5Keys, w2x, w4x string
 	fs.StringVar(&o.addr, "addr", "", "redis-server host:port (default: start an embedded one on loopback)")
-	fs.StringVar(&workloads, "workloads", "w1,w2,w3,w4,w5,raw", "workloads to run")
+	fs.StringVar(&workloads, "workloads", "w1,w2,w2x,w3,w4,w4x,w5,raw", "workloads to run")
 	fs.StringVar(&libs, "libs", "ours,redsync,redislock,rueidislock,rueidis,goredis", "libraries to run (raw runs the transports among them; ours brings ours-conn)")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measurement window per case")
 	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up before each window")
@@ -111,6 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&w2Keys, "w2-keys", "1,16", "W2: key counts")
 	fs.StringVar(&w4G, "w4-g", "2,16", "W4: goroutine counts (one key)")
 	fs.StringVar(&w5Keys, "w5-keys", "1024", "W5: keys in flight")
+	fs.StringVar(&w2x, "w2x", "8x8,64x1,8x8/16", "W2x: contenders spread over processes, PxG[/K]: P processes of G goroutines on K keys (default 1)")
+	fs.StringVar(&w4x, "w4x", "8x8,64x1", "W4x: contenders spread over processes, PxG (one key)")
+	fs.DurationVar(&o.csHold, "cs-hold", 5*time.Microsecond, "W2x, W4x: time a holder stays in the critical section besides the server-side checks, yielding")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the server ceiling with redis-benchmark")
 	fs.DurationVar(&o.ceilingDur, "ceiling-duration", 0, "length of each redis-benchmark run (default: -duration)")
 	fs.DurationVar(&o.quietMax, "quiet-wait", 10*time.Second, "longest wait for a quiet machine before a case")
@@ -141,6 +150,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		def("g", func() { w1G = "1,64" })
 		def("procs", func() { procs = "0" })
 		def("w4-g", func() { w4G = "2" })
+		def("w2x", func() { w2x = "4x2,4x2/4" })
+		def("w4x", func() { w4x = "4x2" })
 		def("w5-keys", func() { w5Keys = "256" })
 		def("n", func() { o.n = 1000 })
 		def("hold", func() { o.hold = 1500 * time.Millisecond })
@@ -155,9 +166,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.workloads = splitList(workloads)
 	for _, w := range o.workloads {
 		switch w {
-		case workload.W1, workload.W2, workload.W3, workload.W4, workload.W5, workload.Raw:
+		case workload.W1, workload.W2, workload.W3, workload.W4, workload.W5, workload.Raw, workload.W2x, workload.W4x:
 		default:
-			return o, fmt.Errorf("-workloads: unknown workload %q (want w1..w5, raw)", w)
+			return o, fmt.Errorf("-workloads: unknown workload %q (want w1..w5, w2x, w4x, raw)", w)
 		}
 	}
 	o.libs = splitList(libs)
@@ -183,6 +194,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.w5Keys, err = intList("w5-keys", w5Keys); err != nil {
 		return o, err
+	}
+	if o.w2x, err = shapeList("w2x", w2x); err != nil {
+		return o, err
+	}
+	if o.w4x, err = shapeList("w4x", w4x); err != nil {
+		return o, err
+	}
+	for _, sh := range o.w4x {
+		if sh.keys != 1 {
+			return o, fmt.Errorf("-w4x: %s: W4 runs on one key", sh)
+		}
+		if sh.procs*sh.g < 2 {
+			return o, fmt.Errorf("-w4x: %s: a hand-off needs at least 2 goroutines", sh)
+		}
+	}
+	if o.csHold < 0 {
+		return o, errors.New("-cs-hold must not be negative")
 	}
 	for _, g := range o.w4G {
 		if g < 2 {
@@ -218,6 +246,45 @@ func intList(name, s string) ([]int, error) {
 			return nil, fmt.Errorf("-%s: %q is not a positive integer", name, p)
 		}
 		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("-%s: empty list", name)
+	}
+	return out, nil
+}
+
+// shape is one configuration of a spread case: procs processes of g
+// goroutines each on keys keys.
+type shape struct{ procs, g, keys int }
+
+func (s shape) String() string {
+	if s.keys == 1 {
+		return fmt.Sprintf("%dx%d", s.procs, s.g)
+	}
+	return fmt.Sprintf("%dx%d/%d", s.procs, s.g, s.keys)
+}
+
+// shapeList parses "PxG[/K],..." (P processes × G goroutines on K keys,
+// default 1 key).
+func shapeList(name, s string) ([]shape, error) {
+	var out []shape
+	for _, p := range splitList(s) {
+		sh := shape{keys: 1}
+		pg, k, hasK := strings.Cut(p, "/")
+		ps, gs, ok := strings.Cut(strings.ToLower(pg), "x")
+		var err error
+		if ok {
+			if sh.procs, err = strconv.Atoi(ps); err == nil {
+				sh.g, err = strconv.Atoi(gs)
+			}
+		}
+		if err == nil && hasK {
+			sh.keys, err = strconv.Atoi(k)
+		}
+		if !ok || err != nil || sh.procs < 1 || sh.g < 1 || sh.keys < 1 {
+			return nil, fmt.Errorf("-%s: %q is not PxG or PxG/K with positive integers (e.g. 8x8 or 8x8/16)", name, p)
+		}
+		out = append(out, sh)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("-%s: empty list", name)

@@ -54,6 +54,18 @@ func plan(o options) []workload.Spec {
 					}
 				}
 			}
+		case workload.W2x, workload.W4x:
+			shapes := o.w2x
+			if w == workload.W4x {
+				shapes = o.w4x
+			}
+			for _, sh := range shapes {
+				for _, l := range lockLibs {
+					s := add(w, l, sh.g, sh.keys)
+					s.Processes = sh.procs
+					s.CSHold = o.csHold
+				}
+			}
 		case workload.W3:
 			for _, l := range lockLibs {
 				add(w, l, 0, o.n)
@@ -112,6 +124,8 @@ func boolInt(b bool) int {
 // describe is a short label for a case ("w1 redsync G=64").
 func describe(s workload.Spec) string {
 	switch s.Workload {
+	case workload.W2x, workload.W4x:
+		return fmt.Sprintf("%s %s %dx%d keys=%d", s.Workload, s.Library, s.Processes, s.Goroutines, s.Keys)
 	case workload.W2:
 		if s.Procs > 0 {
 			return fmt.Sprintf("%s %s G=%d keys=%d GOMAXPROCS=%d", s.Workload, s.Library, s.Goroutines, s.Keys, s.Procs)

@@ -52,3 +52,29 @@ func TestW1AndW2RunEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
 		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
 	}
 }
+
+func TestSpreadShapesPlanEveryLibraryOnProcessesGoroutinesAndKeys(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w2x,w4x", "-libs", "ours,redsync", "-w2x", "64x1,8X8/16",
+		"-w4x", "4x1", "-cs-hold", "20us"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range plan(o) {
+		got = append(got, fmt.Sprintf("%s/%v", describe(c), c.CSHold))
+	}
+	want := []string{
+		"w2x ours 64x1 keys=1/20µs", "w2x redsync 64x1 keys=1/20µs",
+		"w2x ours 8x8 keys=16/20µs", "w2x redsync 8x8 keys=16/20µs",
+		"w4x ours 4x1 keys=1/20µs", "w4x redsync 4x1 keys=1/20µs",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
+	}
+	for _, bad := range [][]string{{"-w2x", "8"}, {"-w2x", "0x8"}, {"-w2x", "8x8/0"}, {"-w4x", "8x8/2"},
+		{"-w4x", "1x1"}, {"-cs-hold", "-1us"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+}

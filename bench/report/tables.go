@@ -45,6 +45,8 @@ func Tables(rep *Report) []Table {
 			out = append(out, heldTable(rep.Meta, recs))
 		case workload.W4:
 			out = append(out, handoffTable(recs))
+		case workload.W2x, workload.W4x:
+			out = append(out, spreadTable(r.Workload, recs))
 		case workload.W5:
 			out = append(out, asyncTable(recs, rep.Ceiling))
 		}
@@ -68,7 +70,8 @@ func ours(recs []workload.Record, r workload.Record) *workload.Record {
 	var best *workload.Record
 	for i := range recs {
 		o := &recs[i]
-		if o.Library == oursName(r.Workload) && o.Goroutines == r.Goroutines && o.Keys == r.Keys && o.NotApplicable == "" &&
+		if o.Library == oursName(r.Workload) && o.Goroutines == r.Goroutines && o.Keys == r.Keys &&
+			o.Processes == r.Processes && o.NotApplicable == "" &&
 			(best == nil || o.OpsPerSec > best.OpsPerSec) {
 			best = o
 		}
@@ -192,6 +195,62 @@ func contendedTable(recs []workload.Record) Table {
 			other(r.OtherCPU, r.Disturbed), errs(r)})
 	}
 	return t
+}
+
+// spreadTable is W2x or W4x: the contenders spread over processes.
+func spreadTable(w string, recs []workload.Record) Table {
+	t := Table{ID: w, Headers: []string{"library", "P×G", "keys", "acq/s", "ours÷lib", "wait p50", "wait p99",
+		"wait p99.9", "max", "waiting >1s", "Jain per process", "Jain per G", "min/max per process",
+		"longest run", "reacq%", "gave-ups", "violations marker/counter (exp/got)", "client cmds/acq",
+		"client CPU", "server CPU", "other CPU", "errors"}}
+	common := "P processes of G goroutines each, every process its own client of the library; every process " +
+		"warms up, then all open their window at one instant and close it together. Inside the critical section, " +
+		"on a connection of its own, each holder runs a check script on entry (SET an owner marker NX, INCR the " +
+		"key's grant sequence, read a counter) and one on exit after the hold (delete the marker if still its " +
+		"own, write the counter + 1): violations = markers found taken or changed + keys whose counter differs " +
+		"from the acquisitions checked, the counter's expected/got in brackets (plus in-process overlaps). " +
+		"Jain per process over the processes' acquisitions, per G over every goroutine's; longest run = most " +
+		"consecutive grants to one process in the server's grant order; reacq% = grants whose previous holder " +
+		"was the same goroutine (by the server). ours÷lib divides ours' row of the same P×G and keys by the row."
+	if w == workload.W2x {
+		t.Title = "W2x — contended across processes: P processes × G goroutines on K keys, blocking acquire"
+		t.Note = "wait = from starting to want the lock until holding it. " + common
+	} else {
+		t.Title = "W4x — hand-off latency across processes: P processes × G goroutines on one key"
+		t.Headers[3] = "hand-offs/s"
+		t.Headers[5], t.Headers[6], t.Headers[7] = "p50", "p99", "p99.9"
+		t.Note = "A goroutine that unlocks does not ask again until another goroutine holds the lock (the next " +
+			"holder's check script wakes it through the server with the instant it acquired), so every " +
+			"acquisition is a hand-off; latency = from just before the releaser's Unlock call to the next " +
+			"holder's Lock returning, in whichever process. " + common
+	}
+	for _, r := range recs {
+		shape := fmt.Sprintf("%d×%d", r.Processes, r.Goroutines)
+		if r.NotApplicable != "" {
+			t.Rows = append(t.Rows, naRow(r.Library, []string{shape, fmt.Sprint(r.Keys)}, r.NotApplicable,
+				len(t.Headers)))
+			continue
+		}
+		t.Rows = append(t.Rows, []string{r.Library, shape, fmt.Sprint(r.Keys), bold(count(r.OpsPerSec)),
+			ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			stalled(r.Waiting, r.WaitingOldestMs), fmt.Sprintf("%.2f", r.JainPerProcess), fmt.Sprintf("%.2f", r.Jain),
+			fmt.Sprintf("%d/%d", r.MinPerProcess, r.MaxPerProcess), fmt.Sprint(r.LongestRun),
+			fmt.Sprintf("%.0f", r.ReacqPct), fmt.Sprint(r.GaveUps), spreadViolations(r),
+			perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated), cores(r.ClientCPU), cores(r.ServerCPU),
+			other(r.OtherCPU, r.Disturbed), errs(r)})
+	}
+	return t
+}
+
+// spreadViolations is "total: marker/counter keys (expected/got)"; bold
+// when any.
+func spreadViolations(r workload.Record) string {
+	s := fmt.Sprintf("%d/%d (%d/%d)", r.MarkerViolations, r.Violations-r.MarkerViolations,
+		r.ServerCounterExpected, r.ServerCounterGot)
+	if r.Violations > 0 {
+		return bold(s)
+	}
+	return s
 }
 
 func heldTable(m Meta, recs []workload.Record) Table {

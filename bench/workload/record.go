@@ -80,6 +80,30 @@ type Record struct {
 	GaveUps         int64   `json:"gave_ups"`
 	CounterExpected int64   `json:"counter_expected"`
 	CounterGot      int64   `json:"counter_got"`
+	// The server-side check (Spec.CheckAddr): owner markers found taken on
+	// entry or changed on exit (counted in Violations too), and the
+	// non-atomic server counter against the acquisitions whose check
+	// completed (every key that differs is a violation).
+	MarkerViolations      int64   `json:"marker_violations,omitempty"`
+	ServerCounterExpected int64   `json:"server_counter_expected,omitempty"`
+	ServerCounterGot      int64   `json:"server_counter_got,omitempty"`
+	CSHoldUs              float64 `json:"cs_hold_us,omitempty"`
+	// CheckScripts counts the check's scripts run in the window (EVALSHA on
+	// connections of their own: never in ClientCmds, and subtracted from the
+	// estimate made from the server's statistics; W4's BLPOP wake-ups are not
+	// in that estimate).
+	CheckScripts int64 `json:"check_scripts,omitempty"`
+
+	// W2x and W4x: Processes processes of Goroutines goroutines each. Jain
+	// and min/max per goroutine are over every goroutine of every process;
+	// JainPerProcess over the processes' acquisitions; LongestRun is the
+	// longest run of consecutive grants (by the server's grant order, inside
+	// the window) to one process.
+	Processes      int     `json:"processes,omitempty"`
+	JainPerProcess float64 `json:"jain_per_process,omitempty"`
+	MinPerProcess  int64   `json:"min_per_process,omitempty"`
+	MaxPerProcess  int64   `json:"max_per_process,omitempty"`
+	LongestRun     int     `json:"longest_run,omitempty"`
 
 	// W3: many held locks.
 	Acquired          int      `json:"acquired"`

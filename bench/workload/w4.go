@@ -31,19 +31,28 @@ func (h *handoff) announce() {
 	h.mu.Unlock()
 }
 
-// runHandoff is W4: G goroutines on one key. A goroutine that releases the
-// lock does not ask for it again until another goroutine has acquired it, so
-// every acquisition is a hand-off; one op is one hand-off, its latency runs
-// from just before the releaser's Unlock call to the next holder's Lock
-// returning (release round trip, wake-up, acquire round trip, back-off).
-func runHandoff(ctx context.Context, lib Library, spec Spec, win Window, r *Record) error {
+// runHandoff is W4: G goroutines on one key (in every process of a spread
+// case). A goroutine that releases the lock does not ask for it again until
+// another goroutine has acquired it, so every acquisition is a hand-off; one
+// op is one hand-off, its latency runs from just before the releaser's
+// Unlock call to the next holder's Lock returning (release round trip,
+// wake-up, acquire round trip, back-off).
+//
+// With the server-side check, the next holder tells the releaser through the
+// server (the check's entry pushes the instant Lock returned to the previous
+// holder's list), which works across processes, and the releaser records
+// the latency; without it (tests), an in-process broadcast does.
+func runHandoff(ctx context.Context, lib Library, spec Spec, win Window, r *Record) (*ProcessDetail, error) {
 	r.Keys = 1
+	spec.Keys = 1
 	c := newContention(lib, spec, 1)
+	k := &c.keys[0]
+	if spec.CheckAddr != "" {
+		return c.run(ctx, win, r, func(ctx context.Context, i int) { c.handoffViaServer(ctx, i, k) })
+	}
 	ho := &handoff{acquired: make(chan struct{})}
 	ho.lastReleaser.Store(-1)
-	k := &c.keys[0]
 	return c.run(ctx, win, r, func(ctx context.Context, i int) {
-		ws := &c.workers[i]
 		for ctx.Err() == nil {
 			h, _, ok := c.acquire(ctx, i, k)
 			if !ok {
@@ -51,13 +60,10 @@ func runHandoff(ctx context.Context, lib Library, spec Spec, win Window, r *Reco
 			}
 			now := time.Now()
 			from := ho.lastReleaser.Load()
-			reacq := c.critical(i, k)
+			s := c.critical(ctx, i, k, time.Time{})
 			if c.w.measuring() && from >= 0 && from != int32(i) {
 				c.lat.Record(i, now.Sub(time.Unix(0, ho.lastUnlock.Load())))
-				ws.acq.Add(1)
-				if reacq {
-					ws.reacq.Add(1)
-				}
+				c.count(i, s)
 			}
 			ho.announce()
 			next := ho.next()
@@ -73,4 +79,34 @@ func runHandoff(ctx context.Context, lib Library, spec Spec, win Window, r *Reco
 			}
 		}
 	})
+}
+
+// handoffViaServer is worker i's W4 loop when the server carries the
+// hand-off: the check's entry names the previous holder and wakes it with
+// the instant of this acquisition; after its Unlock, the worker waits for
+// its own wake-up and records the hand-off it started.
+func (c *contention) handoffViaServer(ctx context.Context, i int, k *sharedKey) {
+	ck := c.workers[i].ck
+	for ctx.Err() == nil {
+		h, _, ok := c.acquire(ctx, i, k)
+		if !ok {
+			return
+		}
+		s := c.critical(ctx, i, k, time.Now())
+		if c.w.measuring() && s.checked && s.prev != "" && s.prev != ck.id {
+			c.count(i, s)
+		}
+		unlockAt := time.Now()
+		if err := h.Unlock(context.Background()); err != nil {
+			c.errs.add(err)
+		}
+		at, ok, err := ck.awaitHandoff(ctx, k.check)
+		switch {
+		case err != nil:
+			c.errs.add(err)
+			sleepCtx(ctx, errorBackoff)
+		case ok && c.w.measuring():
+			c.lat.Record(i, at.Sub(unlockAt))
+		}
+	}
 }
