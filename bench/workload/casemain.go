@@ -60,7 +60,7 @@ func (f CaseFlags) Args() []string {
 		"-hold", s.Hold.String(), "-run-id", s.RunID,
 		"-lease", f.Lease.String(), "-ttl", f.WatchdogTTL.String(),
 		fmt.Sprintf("-sync=%t", f.Sync), "-procs", fmt.Sprint(s.Procs),
-		"-process", fmt.Sprint(s.Process), "-processes", fmt.Sprint(s.Processes),
+		"-process", fmt.Sprint(s.Process), "-processes", fmt.Sprint(max(s.Processes, 1)),
 		"-check", s.CheckAddr, "-cs-hold", s.CSHold.String(),
 	}
 }
