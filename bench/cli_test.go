@@ -117,7 +117,7 @@ func TestQuickRunEndToEnd(t *testing.T) {
 				rec["server_cpu"])
 		}
 	}
-	for _, w := range []string{"w1", "w2", "w3", "w4", "w5"} {
+	for _, w := range []string{"w1", "w2", "w2x", "w3", "w4", "w4x", "w5"} {
 		for _, lib := range libs {
 			if !seen[w+"/"+lib] {
 				t.Errorf("no %s record for %s", w, lib)

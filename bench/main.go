@@ -52,6 +52,9 @@ type options struct {
 	w2x         []shape
 	w4x         []shape
 	csHold      time.Duration
+	repeat      int
+	seed        int64
+	dryRun      bool
 	w5Keys      []int
 	ceiling     bool
 	ceilingDur  time.Duration
@@ -97,28 +100,31 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
 	var workloads, libs, w1G, procs, w2Keys, w4G, w5Keys, w2x, w4x string
 	fs.StringVar(&o.addr, "addr", "", "redis-server host:port (default: start an embedded one on loopback)")
-	fs.StringVar(&workloads, "workloads", "w1,w2,w2x,w3,w4,w4x,w5,raw", "workloads to run")
+	fs.StringVar(&workloads, "workloads", "w1,w2,w2x,w3,w4,w4x,w5", "workloads to run (also: raw)")
 	fs.StringVar(&libs, "libs", "ours,redsync,redislock,rueidislock,rueidis,goredis", "libraries to run (raw runs the transports among them; ours brings ours-conn)")
-	fs.DurationVar(&o.duration, "duration", 5*time.Second, "measurement window per case")
-	fs.DurationVar(&o.warmup, "warmup", time.Second, "warm-up before each window")
-	fs.BoolVar(&o.quick, "quick", false, "smoke run: short windows, fewer configurations, N=1000 (a few seconds per library)")
+	fs.DurationVar(&o.duration, "duration", 2*time.Second, "measurement window of every run of a case")
+	fs.DurationVar(&o.warmup, "warmup", 500*time.Millisecond, "warm-up before each window")
+	fs.BoolVar(&o.quick, "quick", false, "smoke run: one run per case, short windows, fewer configurations, N=1000 (a few seconds per library)")
+	fs.IntVar(&o.repeat, "repeat", 5, "runs of every case, interleaved in a random order across libraries; tables show the median and the min–max spread")
+	fs.Int64Var(&o.seed, "seed", 0, "seed of the run order (0: from the clock; the seed used is printed)")
+	fs.BoolVar(&o.dryRun, "dry-run", false, "print the cases, the number of runs and the estimated run time, and exit")
 	fs.StringVar(&o.jsonPath, "json", "", "write the JSON report to this path")
 	fs.StringVar(&o.htmlPath, "html", "", "write the HTML report to this path")
 	fs.StringVar(&o.mdPath, "markdown", "", "write the tables as Markdown to this path")
 	fs.StringVar(&o.fromPath, "from", "", "render an existing JSON report (table, -html, -markdown) instead of running")
 	fs.IntVar(&o.n, "n", 10000, "W3: number of held locks (1000000 works for ours)")
-	fs.DurationVar(&o.hold, "hold", 30*time.Second, "W3: how long the locks are held")
+	fs.DurationVar(&o.hold, "hold", 6*time.Second, "W3: how long the locks are held")
 	fs.DurationVar(&o.ttl, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
 	fs.DurationVar(&o.lease, "lease", 10*time.Second, "fixed lease for libraries without a watchdog (W1, W2, W4)")
 	fs.StringVar(&w1G, "g", "1,64,1024", "W1/raw: goroutine counts")
-	fs.StringVar(&procs, "procs", "auto", "W1, W2: GOMAXPROCS values every library runs with, 0 = Go's default; auto = 0, "+
+	fs.StringVar(&procs, "procs", "0", "W1, W2: GOMAXPROCS values every library runs with, 0 = Go's default; auto = 0, "+
 		"and NumCPU-1 when the server is local (the client leaves the server a core)")
 	fs.IntVar(&o.w2G, "w2-g", 64, "W2: goroutines")
 	fs.StringVar(&w2Keys, "w2-keys", "1,16", "W2: key counts")
-	fs.StringVar(&w4G, "w4-g", "2,16", "W4: goroutine counts (one key)")
+	fs.StringVar(&w4G, "w4-g", "16", "W4: goroutine counts (one key)")
 	fs.StringVar(&w5Keys, "w5-keys", "1024", "W5: keys in flight")
 	fs.StringVar(&w2x, "w2x", "8x8,64x1,8x8/16", "W2x: contenders spread over processes, PxG[/K]: P processes of G goroutines on K keys (default 1)")
-	fs.StringVar(&w4x, "w4x", "8x8,64x1", "W4x: contenders spread over processes, PxG (one key)")
+	fs.StringVar(&w4x, "w4x", "8x8", "W4x: contenders spread over processes, PxG (one key)")
 	fs.DurationVar(&o.csHold, "cs-hold", 5*time.Microsecond, "W2x, W4x: time a holder stays in the critical section besides the server-side checks, yielding")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the server ceiling with redis-benchmark")
 	fs.DurationVar(&o.ceilingDur, "ceiling-duration", 0, "length of each redis-benchmark run (default: -duration)")
@@ -145,10 +151,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 				apply()
 			}
 		}
+		def("repeat", func() { o.repeat = 1 })
+		def("workloads", func() { workloads += ",raw" })
 		def("duration", func() { o.duration = 400 * time.Millisecond })
 		def("warmup", func() { o.warmup = 100 * time.Millisecond })
 		def("g", func() { w1G = "1,64" })
-		def("procs", func() { procs = "0" })
 		def("w4-g", func() { w4G = "2" })
 		def("w2x", func() { w2x = "4x2,4x2/4" })
 		def("w4x", func() { w4x = "4x2" })
@@ -216,6 +223,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if g < 2 {
 			return o, fmt.Errorf("-w4-g: a hand-off needs at least 2 goroutines, got %d", g)
 		}
+	}
+	if o.repeat < 1 {
+		return o, fmt.Errorf("-repeat: want at least 1, got %d", o.repeat)
+	}
+	if o.seed == 0 {
+		o.seed = time.Now().UnixNano()
 	}
 	if o.duration <= 0 || o.n <= 0 || o.hold <= 0 || o.ttl <= 0 || o.lease <= 0 || o.w2G <= 0 {
 		return o, errors.New("-duration, -n, -hold, -ttl, -lease and -w2-g must be positive")

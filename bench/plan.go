@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/locksmith-go/locksmith/bench/workload"
 )
@@ -141,4 +144,77 @@ func describe(s workload.Spec) string {
 		}
 		return fmt.Sprintf("%s %s G=%d", s.Workload, s.Library, s.Goroutines)
 	}
+}
+
+// schedule returns the order in which the cases run, as indexes into cases:
+// repeat rounds, each running every case once; within a round the
+// configurations keep the plan's order (workload by workload), and the
+// libraries of each configuration run in a random order drawn from seed, so
+// that no library always runs first (or right after another) and each
+// library's runs of a case are spread over the whole run.
+func schedule(cases []workload.Spec, repeat int, seed int64) []int {
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)>>32|1))
+	var groups [][]int
+	for i, c := range cases {
+		if n := len(groups); n > 0 && sameConfig(cases[groups[n-1][0]], c) {
+			groups[n-1] = append(groups[n-1], i)
+			continue
+		}
+		groups = append(groups, []int{i})
+	}
+	out := make([]int, 0, repeat*len(cases))
+	for range repeat {
+		for _, g := range groups {
+			g = slices.Clone(g)
+			rng.Shuffle(len(g), func(a, b int) { g[a], g[b] = g[b], g[a] })
+			out = append(out, g...)
+		}
+	}
+	return out
+}
+
+// sameConfig reports whether two cases differ by their library only.
+func sameConfig(a, b workload.Spec) bool {
+	a.Library, b.Library = "", ""
+	return a == b
+}
+
+// caseOverhead is what a case costs besides its warm-up and window on this
+// kind of machine: the look for a quiet machine (at least 250 ms), starting
+// the process and the library, the teardown and the flush.
+const caseOverhead = 400 * time.Millisecond
+
+// estimate is how long running cases repeat times should take, from their
+// phases plus the overhead of each; spread cases add each process's start.
+// W3 adds its acquisitions and releases (a few seconds at the default N).
+func estimate(cases []workload.Spec, repeat int) time.Duration {
+	var d time.Duration
+	for _, c := range cases {
+		if !applicable(c) {
+			d += caseOverhead // the process starts, finds the feature missing and reports n/a
+			continue
+		}
+		d += c.Warmup + c.Duration + c.Hold + caseOverhead
+		if c.Processes > 1 {
+			d += time.Duration(c.Processes) * 40 * time.Millisecond // 64 processes: about 2.5 s
+		}
+		if c.Workload == workload.W3 {
+			d += time.Duration(c.Keys/4000) * time.Second // acquire and release N locks
+		}
+	}
+	return d * time.Duration(repeat)
+}
+
+// applicable reports whether the case's library has what the workload needs,
+// as far as the orchestrator knows (the case process has the last word): only
+// ours has an async API (W5); the raw baselines have no watchdog (W3).
+func applicable(c workload.Spec) bool {
+	base, _, _ := strings.Cut(c.Library, ":")
+	switch c.Workload {
+	case workload.W5:
+		return base == "ours"
+	case workload.W3:
+		return base != "rueidis" && base != "goredis" && base != "ours-conn"
+	}
+	return true
 }

@@ -78,3 +78,43 @@ func TestSpreadShapesPlanEveryLibraryOnProcessesGoroutinesAndKeys(t *testing.T) 
 		}
 	}
 }
+
+func TestScheduleRepeatsEveryCaseInRoundsWithTheLibrariesShuffled(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "ours,redsync,redislock,rueidis", "-g", "1,64",
+		"-procs", "0", "-w2-keys", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := plan(o)
+	order := schedule(cases, 5, 42)
+	if len(order) != 5*len(cases) {
+		t.Fatalf("%d runs for %d cases × 5", len(order), len(cases))
+	}
+	counts := make([]int, len(cases))
+	firsts := map[string]bool{}
+	for round := 0; round < 5; round++ {
+		got := order[round*len(cases) : (round+1)*len(cases)]
+		for j, i := range got {
+			counts[i]++
+			// Configurations keep the plan's order: a run's configuration is the plan's at that position.
+			if !sameConfig(cases[i], cases[j]) {
+				t.Fatalf("round %d position %d runs %s where the plan has %s", round, j, describe(cases[i]), describe(cases[j]))
+			}
+		}
+		firsts[cases[got[0]].Library] = true
+	}
+	for i, n := range counts {
+		if n != 5 {
+			t.Errorf("%s runs %d times", describe(cases[i]), n)
+		}
+	}
+	if len(firsts) < 2 {
+		t.Errorf("the same library ran first in all 5 rounds: %v", firsts)
+	}
+	if !slices.Equal(order, schedule(cases, 5, 42)) {
+		t.Error("the same seed gave another order")
+	}
+	if slices.Equal(order, schedule(cases, 5, 43)) {
+		t.Error("another seed gave the same order")
+	}
+}

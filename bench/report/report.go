@@ -15,10 +15,14 @@ import (
 // Report is the JSON document: one record per (workload, library,
 // goroutines, keys), the server ceiling measured in the same run, and what
 // the run was.
+//
+// With -repeat N, every case ran N times: Records holds one record per case
+// combining its runs (Aggregate), Runs every run in the order they ran.
 type Report struct {
 	Meta    Meta              `json:"meta"`
 	Ceiling Ceiling           `json:"ceiling"`
 	Records []workload.Record `json:"records"`
+	Runs    []workload.Record `json:"runs,omitempty"`
 }
 
 // Meta describes the run.
@@ -45,6 +49,8 @@ type Meta struct {
 	LeaseSec     float64   `json:"lease_sec"`
 	OtherMax     float64   `json:"other_cpu_max"`
 	Scripts      string    `json:"scripts"`
+	Repeat       int       `json:"repeat,omitempty"` // runs of every case
+	Seed         int64     `json:"seed,omitempty"`   // of the run order (-seed)
 	Notes        []string  `json:"notes,omitempty"`
 }
 

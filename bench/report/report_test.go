@@ -101,27 +101,60 @@ func TestTablesCarryRatiosToOursAndToTheCeiling(t *testing.T) {
 	}
 }
 
-func TestW1ComparesOursBestGOMAXPROCSWithEveryRun(t *testing.T) {
-	rec := func(lib string, procs int, set bool, ops float64) workload.Record {
+func TestRatiosAreBestAgainstBestAndSpreadsThatOverlapAreTies(t *testing.T) {
+	rec := func(lib string, procs int, set bool, ops, lo, hi float64) workload.Record {
 		return workload.Record{Workload: workload.W1, Library: lib, Goroutines: 1024, Keys: 1024, OpsPerSec: ops,
-			GOMAXPROCS: procs, GOMAXPROCSSet: set}
+			GOMAXPROCS: procs, GOMAXPROCSSet: set, Repeats: 5, OpsPerSecMin: lo, OpsPerSecMax: hi}
 	}
-	recs := []workload.Record{rec("ours", 2, false, 100_000), rec("rueidis", 2, false, 80_000),
-		rec("ours", 1, true, 120_000), rec("rueidis", 1, true, 60_000)}
+	recs := []workload.Record{rec("ours", 2, false, 100_000, 95_000, 105_000), rec("rueidis", 2, false, 80_000, 78_000, 82_000),
+		rec("ours", 1, true, 120_000, 115_000, 125_000), rec("rueidis", 1, true, 60_000, 58_000, 62_000),
+		rec("goredis", 2, false, 110_000, 90_000, 116_000)}
 	tb := pairsTable(workload.W1, recs, Ceiling{})
 	var got []string
 	for _, row := range tb.Rows {
 		got = append(got, row[0]+" "+row[2]+" "+row[4])
 	}
-	want := []string{"ours 2 (default) —", "rueidis 2 (default) 1.50×", "ours 1 —", "rueidis 1 2.00×"}
+	// rueidis' best row (80k) against ours' best (120k): 1.50×, on that row only; goredis' spread reaches ours'.
+	want := []string{"ours 2 (default) —", "rueidis 2 (default) 1.50×", "ours 1 —", "rueidis 1 —",
+		"goredis 2 (default) tie (1.09×)"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("rows (library, GOMAXPROCS, ours÷lib) = %q, want %q", got, want)
+	}
+	if c := tb.Rows[0][3]; c != "**100,000** (95,000–105,000)" {
+		t.Errorf("rate cell = %q, want the median with its spread", c)
 	}
 	if l := recs[2].Label(); l != "ours GOMAXPROCS=1" {
 		t.Fatalf("label of a chosen GOMAXPROCS = %q", l)
 	}
 	if l := recs[0].Label(); l != "ours" {
 		t.Fatalf("label with Go's default = %q", l)
+	}
+}
+
+func TestAggregateTakesMediansAndKeepsEveryViolation(t *testing.T) {
+	runs := []workload.Record{
+		{OpsPerSec: 300, P99us: 10, Errors: 1, ErrorSample: "boom", Waiting: 0, Notes: []string{"a"}},
+		{OpsPerSec: 100, P99us: 30, Violations: 2, Waiting: 3, WaitingOldestMs: 1500, Disturbed: true},
+		{OpsPerSec: 200, P99us: 20, ClientCPU: 0.7, Lost: 1, Notes: []string{"a", "b"}},
+	}
+	r := Aggregate(runs)
+	if r.Repeats != 3 || r.OpsPerSec != 200 || r.OpsPerSecMin != 100 || r.OpsPerSecMax != 300 ||
+		len(r.OpsPerSecRuns) != 3 {
+		t.Fatalf("rate: %+v", r)
+	}
+	if r.P99us != 20 || r.ClientCPU != 0.7 {
+		t.Errorf("p99 %v (median 20), client CPU %v (the median run's 0.7)", r.P99us, r.ClientCPU)
+	}
+	if r.Violations != 2 || r.Errors != 1 || r.ErrorSample != "boom" || r.Lost != 1 || r.Waiting != 3 ||
+		r.WaitingOldestMs != 1500 || !r.Disturbed || len(r.Notes) != 2 {
+		t.Errorf("kept from every run: %+v", r)
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median of an even count = %v", m)
+	}
+	na := Aggregate([]workload.Record{{NotApplicable: "no watchdog"}, {NotApplicable: "no watchdog"}})
+	if na.NotApplicable == "" || na.Repeats != 2 {
+		t.Errorf("not applicable: %+v", na)
 	}
 }
 

@@ -64,30 +64,68 @@ func byWorkload(recs []workload.Record, w string) []workload.Record {
 	return out
 }
 
-// ours finds the ours record with the same configuration as r; of several
-// (W1 and W2 run each library at every GOMAXPROCS of -procs), the fastest.
-func ours(recs []workload.Record, r workload.Record) *workload.Record {
-	var best *workload.Record
-	for i := range recs {
-		o := &recs[i]
-		if o.Library == oursName(r.Workload) && o.Goroutines == r.Goroutines && o.Keys == r.Keys &&
-			o.Processes == r.Processes && o.NotApplicable == "" &&
-			(best == nil || o.OpsPerSec > best.OpsPerSec) {
-			best = o
-		}
-	}
-	return best
+// sameConfig reports whether a and b ran the same configuration (GOMAXPROCS
+// aside): workload, goroutines, keys, processes.
+func sameConfig(a, b workload.Record) bool {
+	return a.Workload == b.Workload && a.Goroutines == b.Goroutines && a.Keys == b.Keys && a.Processes == b.Processes
 }
 
-// ratio is "ours ÷ this library" for a peer row, "—" for ours itself or when
-// either side has nothing.
-func ratio(recs []workload.Record, r workload.Record) string {
-	o := ours(recs, r)
-	if o == nil || r.Library == o.Library || r.OpsPerSec <= 0 || r.NotApplicable != "" {
+// best returns the index of lib's fastest record (by median rate) of r's
+// configuration: W1 and W2 run each library at every GOMAXPROCS of -procs,
+// and each library is compared at its best. -1 when there is none.
+func best(recs []workload.Record, lib string, r workload.Record) int {
+	b := -1
+	for i, o := range recs {
+		if o.Library == lib && sameConfig(o, r) && o.NotApplicable == "" && (b < 0 || o.OpsPerSec > recs[b].OpsPerSec) {
+			b = i
+		}
+	}
+	return b
+}
+
+// ratio is "ours ÷ this library", best against best: ours' fastest row of
+// the configuration divided by this library's fastest, shown on the
+// library's fastest row only ("—" on its other rows, on ours' and when
+// either side has nothing). When both were repeated and their min–max
+// spreads overlap, the difference is within the runs' noise: a tie.
+func ratio(recs []workload.Record, i int) string {
+	r := recs[i]
+	o := best(recs, oursName(r.Workload), r)
+	if o < 0 || r.Library == recs[o].Library || r.OpsPerSec <= 0 || r.NotApplicable != "" ||
+		best(recs, r.Library, r) != i {
 		return "—"
 	}
-	return fmt.Sprintf("%.2f×", o.OpsPerSec/r.OpsPerSec)
+	x := recs[o].OpsPerSec / r.OpsPerSec
+	if overlap(recs[o], r) {
+		return fmt.Sprintf("tie (%.2f×)", x)
+	}
+	return fmt.Sprintf("%.2f×", x)
 }
+
+// overlap reports whether two repeated records' rate spreads overlap.
+func overlap(a, b workload.Record) bool {
+	if a.Repeats < 2 || b.Repeats < 2 {
+		return false
+	}
+	return a.OpsPerSecMin <= b.OpsPerSecMax && b.OpsPerSecMin <= a.OpsPerSecMax
+}
+
+// rate is a headline rate cell: the median of the runs with their min–max
+// spread when the case was repeated.
+func rate(r workload.Record) string {
+	if r.Repeats < 2 {
+		return bold(count(r.OpsPerSec))
+	}
+	return bold(count(r.OpsPerSec)) + fmt.Sprintf(" (%s–%s)", count(r.OpsPerSecMin), count(r.OpsPerSecMax))
+}
+
+// ratioNote explains the ratio and spread columns, shared by every table
+// that has them.
+const ratioNote = " Rates are the median of the case's runs, with their min–max spread in brackets; latencies " +
+	"are the median of the runs' percentiles; the other columns come from the median run, except violations, " +
+	"lost locks and errors (summed over the runs) and stalled/waiting >1s (the worst run). ours÷lib is best " +
+	"against best: ours' fastest row of the configuration (any GOMAXPROCS) divided by the library's fastest, " +
+	"shown on that row; tie = the two rows' min–max spreads overlap."
 
 // procs is the GOMAXPROCS cell: the value, marked when it was Go's default.
 func procs(r workload.Record) string {
@@ -146,20 +184,21 @@ func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
 			"used during the window; other CPU = machine - client - server (⚠ = above the threshold after reruns). " +
 			"Each library runs at every GOMAXPROCS of -procs (by default Go's own and, with the server on this " +
 			"machine, one CPU fewer: the client then leaves the server a core instead of competing with it for " +
-			"both); ours÷lib divides ours' best run at the same G by the row."
+			"both)." + ratioNote
 	} else {
 		t.Title = "Raw transports — EVALSHA acquire+release pairs on distinct keys"
 		t.Note = "The same Redisson-style scripts sent by bare clients: ours-conn = locksmith's conn package " +
-			"(conn.Client.Eval), rueidis and goredis = those clients' script APIs. This isolates the transport."
+			"(conn.Client.Eval), rueidis and goredis = those clients' script APIs. This isolates the transport." +
+			ratioNote
 	}
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.NotApplicable != "" {
 			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines), procs(r)}, r.NotApplicable,
 				len(t.Headers)))
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), procs(r), bold(count(r.OpsPerSec)),
-			ratio(recs, r), ofCeiling(r.OpsPerSec, c), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), procs(r), rate(r),
+			ratio(recs, i), ofCeiling(r.OpsPerSec, c), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Stalled, r.StalledOldestMs), perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated),
 			perOp(r.ServerCmdsPerOp, false), cores(r.ClientCPU), cores(r.ServerCPU), other(r.OtherCPU, r.Disturbed),
 			fmt.Sprint(r.GoroutinesPeak), mb(r.HeapPeakBytes), errs(r)})
@@ -176,19 +215,18 @@ func contendedTable(recs []workload.Record) Table {
 			"per-goroutine acquisitions (1 = even); waiting >1s = goroutines still waiting more than 1 s when the " +
 			"window closed (oldest in brackets). No think time. All contenders share one process: libraries that hand " +
 			"the lock to a local waiter in-process (ours, rueidislock's gate) are flattered relative to contention " +
-			"between processes. As W1, each library runs at every GOMAXPROCS of -procs; ours÷lib divides ours' " +
-			"best run of the same G and keys by the row.",
+			"between processes. As W1, each library runs at every GOMAXPROCS of -procs." + ratioNote,
 		Headers: []string{"library", "G", "keys", "GOMAXPROCS", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
 			"waiting >1s", "client cmds/acq", "reacq%", "Jain", "min/max per G", "gave-ups",
 			"violations (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.NotApplicable != "" {
 			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r)},
 				r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r),
-			bold(count(r.OpsPerSec)), ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			rate(r), ratio(recs, i), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Waiting, r.WaitingOldestMs), perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated),
 			fmt.Sprintf("%.0f", r.ReacqPct), fmt.Sprintf("%.2f", r.Jain), fmt.Sprintf("%d/%d", r.MinPerG, r.MaxPerG),
 			fmt.Sprint(r.GaveUps), violations(r), cores(r.ClientCPU), cores(r.ServerCPU),
@@ -211,7 +249,7 @@ func spreadTable(w string, recs []workload.Record) Table {
 		"from the acquisitions checked, the counter's expected/got in brackets (plus in-process overlaps). " +
 		"Jain per process over the processes' acquisitions, per G over every goroutine's; longest run = most " +
 		"consecutive grants to one process in the server's grant order; reacq% = grants whose previous holder " +
-		"was the same goroutine (by the server). ours÷lib divides ours' row of the same P×G and keys by the row."
+		"was the same goroutine (by the server)." + ratioNote
 	if w == workload.W2x {
 		t.Title = "W2x — contended across processes: P processes × G goroutines on K keys, blocking acquire"
 		t.Note = "wait = from starting to want the lock until holding it. " + common
@@ -224,15 +262,15 @@ func spreadTable(w string, recs []workload.Record) Table {
 			"acquisition is a hand-off; latency = from just before the releaser's Unlock call to the next " +
 			"holder's Lock returning, in whichever process. " + common
 	}
-	for _, r := range recs {
+	for i, r := range recs {
 		shape := fmt.Sprintf("%d×%d", r.Processes, r.Goroutines)
 		if r.NotApplicable != "" {
 			t.Rows = append(t.Rows, naRow(r.Library, []string{shape, fmt.Sprint(r.Keys)}, r.NotApplicable,
 				len(t.Headers)))
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Library, shape, fmt.Sprint(r.Keys), bold(count(r.OpsPerSec)),
-			ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+		t.Rows = append(t.Rows, []string{r.Library, shape, fmt.Sprint(r.Keys), rate(r),
+			ratio(recs, i), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Waiting, r.WaitingOldestMs), fmt.Sprintf("%.2f", r.JainPerProcess), fmt.Sprintf("%.2f", r.Jain),
 			fmt.Sprintf("%d/%d", r.MinPerProcess, r.MaxPerProcess), fmt.Sprint(r.LongestRun),
 			fmt.Sprintf("%.0f", r.ReacqPct), fmt.Sprint(r.GaveUps), spreadViolations(r),
@@ -292,16 +330,16 @@ func handoffTable(recs []workload.Record) Table {
 	t := Table{ID: workload.W4, Title: "W4 — hand-off latency: G goroutines on one key",
 		Note: "A goroutine that unlocks does not ask again until another goroutine holds the lock, so every " +
 			"acquisition is a hand-off. Latency = from just before the releaser's Unlock call to the next holder's " +
-			"Lock returning (release round trip + wake-up + acquire round trip + any back-off).",
+			"Lock returning (release round trip + wake-up + acquire round trip + any back-off)." + ratioNote,
 		Headers: []string{"library", "G", "hand-offs/s", "ours÷lib", "p50", "p99", "p99.9", "max", "waiting >1s",
 			"gave-ups", "violations", "client cmds/hand-off", "client CPU", "server CPU", "other CPU", "errors"}}
-	for _, r := range recs {
+	for i, r := range recs {
 		if r.NotApplicable != "" {
 			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), bold(count(r.OpsPerSec)),
-			ratio(recs, r), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), rate(r),
+			ratio(recs, i), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Waiting, r.WaitingOldestMs), fmt.Sprint(r.GaveUps), fmt.Sprint(r.Violations),
 			perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated), cores(r.ClientCPU), cores(r.ServerCPU),
 			other(r.OtherCPU, r.Disturbed), errs(r)})
@@ -312,7 +350,8 @@ func handoffTable(recs []workload.Record) Table {
 func asyncTable(recs []workload.Record, c Ceiling) Table {
 	t := Table{ID: workload.W5, Title: "W5 — async: one goroutine keeping K lock+unlock pairs in flight",
 		Note: "LockAsync/UnlockAsync from a single goroutine reacting to completions; each key has one pair in " +
-			"flight. Libraries without an async API are listed as n/a rather than emulated with goroutines.",
+			"flight. Libraries without an async API are listed as n/a rather than emulated with goroutines." +
+			ratioNote,
 		Headers: []string{"library", "keys", "pairs/s", "÷ceiling", "p50", "p99", "p99.9", "max", "stalled",
 			"goroutines", "client cmds/op", "server cmds/op", "client CPU", "server CPU", "other CPU", "errors"}}
 	for _, r := range recs {
@@ -320,7 +359,7 @@ func asyncTable(recs []workload.Record, c Ceiling) Table {
 			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Keys)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Keys), bold(count(r.OpsPerSec)),
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Keys), rate(r),
 			ofCeiling(r.OpsPerSec, c), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Stalled, r.StalledOldestMs), fmt.Sprint(r.GoroutinesPeak),
 			perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated), perOp(r.ServerCmdsPerOp, false), cores(r.ClientCPU),

@@ -31,6 +31,13 @@ type Record struct {
 	Ops       int64   `json:"ops"`
 	WindowSec float64 `json:"window_sec"`
 	OpsPerSec float64 `json:"ops_per_sec"`
+	// Repeats is the number of runs of the case a report's record combines
+	// (report.Aggregate): OpsPerSec is then their median, with the min–max
+	// spread and every run's rate; 0 or 1 for a single run.
+	Repeats       int       `json:"repeats,omitempty"`
+	OpsPerSecMin  float64   `json:"ops_per_sec_min,omitempty"`
+	OpsPerSecMax  float64   `json:"ops_per_sec_max,omitempty"`
+	OpsPerSecRuns []float64 `json:"ops_per_sec_runs,omitempty"`
 
 	// Latencies in microseconds, from an HDR histogram of the operations
 	// completed in the window (W2: wait until held; W4: unlock to next holder).
