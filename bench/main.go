@@ -55,6 +55,7 @@ type options struct {
 	repeat      int
 	seed        int64
 	dryRun      bool
+	variants    bool
 	w5Keys      []int
 	ceiling     bool
 	ceilingDur  time.Duration
@@ -85,7 +86,9 @@ own client (-w2x, -w4x: PxG or PxG/K, e.g. 8x8,64x1,8x8/16).
 Libraries: ours, redsync, redislock, rueidislock, rueidis (raw rueidis EVALSHA
 of the same scripts), goredis (the same on go-redis), ours-conn (the same on
 locksmith's conn package); variants: ours:lease (fixed lease instead of the
-watchdog), redsync:1ms, redislock:1ms, rueidislock:loop, rueidislock:1s.
+watchdog), redsync:1ms, redislock:1ms, rueidislock:loop, rueidislock:20ms (its
+default TryNextAfter), rueidis:flush (MaxFlushDelay 20 µs); -variants adds some
+next to their defaults.
 
 Flags:
 `
@@ -107,6 +110,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.quick, "quick", false, "smoke run: one run per case, short windows, fewer configurations, N=1000 (a few seconds per library)")
 	fs.IntVar(&o.repeat, "repeat", 5, "runs of every case, interleaved in a random order across libraries; tables show the median and the min–max spread")
 	fs.Int64Var(&o.seed, "seed", 0, "seed of the run order (0: from the clock; the seed used is printed)")
+	fs.BoolVar(&o.variants, "variants", true, "run the peers' variants next to their defaults where they tell something (rueidis:flush in W1, redsync:1ms in W2/W2x/W4/W4x, rueidislock:20ms in W2)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the cases, the number of runs and the estimated run time, and exit")
 	fs.StringVar(&o.jsonPath, "json", "", "write the JSON report to this path")
 	fs.StringVar(&o.htmlPath, "html", "", "write the HTML report to this path")
@@ -125,7 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&w5Keys, "w5-keys", "1024", "W5: keys in flight")
 	fs.StringVar(&w2x, "w2x", "8x8,64x1,8x8/16", "W2x: contenders spread over processes, PxG[/K]: P processes of G goroutines on K keys (default 1)")
 	fs.StringVar(&w4x, "w4x", "8x8", "W4x: contenders spread over processes, PxG (one key)")
-	fs.DurationVar(&o.csHold, "cs-hold", 5*time.Microsecond, "W2x, W4x: time a holder stays in the critical section besides the server-side checks, yielding")
+	fs.DurationVar(&o.csHold, "cs-hold", 5*time.Microsecond, "W2, W2x, W4, W4x: time a holder stays in the critical section besides the server-side checks, yielding")
 	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the server ceiling with redis-benchmark")
 	fs.DurationVar(&o.ceilingDur, "ceiling-duration", 0, "length of each redis-benchmark run (default: -duration)")
 	fs.DurationVar(&o.quietMax, "quiet-wait", 10*time.Second, "longest wait for a quiet machine before a case")
@@ -341,12 +345,14 @@ func knownLibrary(name string) bool {
 	switch base {
 	case "ours":
 		return variant == "" || variant == "lease"
-	case "ours-conn", "rueidis", "goredis":
+	case "ours-conn", "goredis":
 		return variant == ""
+	case "rueidis":
+		return variant == "" || variant == "flush"
 	case "redsync", "redislock":
 		return variant == "" || variant == "1ms"
 	case "rueidislock":
-		return variant == "" || variant == "loop" || variant == "1s"
+		return variant == "" || variant == "loop" || variant == "20ms"
 	}
 	return false
 }

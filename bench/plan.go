@@ -18,10 +18,6 @@ import (
 func plan(o options) []workload.Spec {
 	libs := slices.Clone(o.libs)
 	slices.SortStableFunc(libs, func(a, b string) int { return boolInt(!isOurs(a)) - boolInt(!isOurs(b)) })
-	var lockLibs []string // libraries with lock semantics (everything but ours-conn unless asked)
-	for _, l := range libs {
-		lockLibs = append(lockLibs, l)
-	}
 	var cases []workload.Spec
 	add := func(w, lib string, g, keys int) *workload.Spec {
 		s := workload.Spec{
@@ -40,6 +36,10 @@ func plan(o options) []workload.Spec {
 		procs = []int{0}
 	}
 	for _, w := range o.workloads {
+		lockLibs := libs
+		if o.variants {
+			lockLibs = withVariants(w, libs)
+		}
 		switch w {
 		case workload.W1:
 			for _, g := range o.w1G {
@@ -76,7 +76,7 @@ func plan(o options) []workload.Spec {
 		case workload.W4:
 			for _, g := range o.w4G {
 				for _, l := range lockLibs {
-					add(w, l, g, 1)
+					add(w, l, g, 1).CSHold = o.csHold
 				}
 			}
 		case workload.W5:
@@ -87,13 +87,41 @@ func plan(o options) []workload.Spec {
 			}
 		case workload.Raw:
 			for _, g := range o.w1G {
-				for _, l := range transports(libs) {
+				for _, l := range transports(lockLibs) {
 					add(w, l, g, g)
 				}
 			}
 		}
 	}
 	return cases
+}
+
+// autoVariants are the variants run next to a library's default
+// configuration in the workloads where they tell something: raw rueidis with
+// MaxFlushDelay where throughput is measured; redsync's 1 ms retry delay
+// (fast in one process, collapsing across processes) and rueidislock's own
+// 20 ms TryNextAfter (which strands waiters under contention) where
+// contenders wait.
+var autoVariants = map[string]map[string]string{
+	workload.W1:  {"rueidis": "rueidis:flush"},
+	workload.Raw: {"rueidis": "rueidis:flush"},
+	workload.W2:  {"redsync": "redsync:1ms", "rueidislock": "rueidislock:20ms"},
+	workload.W2x: {"redsync": "redsync:1ms"},
+	workload.W4:  {"redsync": "redsync:1ms"},
+	workload.W4x: {"redsync": "redsync:1ms"},
+}
+
+// withVariants returns libs with the workload's auto variants right after
+// their library (unless already asked for).
+func withVariants(w string, libs []string) []string {
+	var out []string
+	for _, l := range libs {
+		out = append(out, l)
+		if v, ok := autoVariants[w][l]; ok && !slices.Contains(libs, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // transports returns the raw transports the raw workload compares: ours-conn
@@ -106,7 +134,7 @@ func transports(libs []string) []string {
 		switch l {
 		case "ours", "ours-conn":
 			t = "ours-conn"
-		case "rueidis", "goredis":
+		case "rueidis", "rueidis:flush", "goredis":
 			t = l
 		}
 		if t != "" && !seen[t] {

@@ -32,7 +32,7 @@ func TestW1ProcsAutoLeavesALocalServerACore(t *testing.T) {
 }
 
 func TestW1AndW2RunEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
-	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-procs", "0,1"}, io.Discard)
+	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-procs", "0,1", "-variants=false"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestW1AndW2RunEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
 
 func TestSpreadShapesPlanEveryLibraryOnProcessesGoroutinesAndKeys(t *testing.T) {
 	o, err := parseFlags([]string{"-workloads", "w2x,w4x", "-libs", "ours,redsync", "-w2x", "64x1,8X8/16",
-		"-w4x", "4x1", "-cs-hold", "20us"}, io.Discard)
+		"-w4x", "4x1", "-cs-hold", "20us", "-variants=false"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,5 +116,26 @@ func TestScheduleRepeatsEveryCaseInRoundsWithTheLibrariesShuffled(t *testing.T) 
 	}
 	if slices.Equal(order, schedule(cases, 5, 43)) {
 		t.Error("another seed gave the same order")
+	}
+}
+
+func TestVariantsRunNextToTheirLibraryWhereTheyTellSomething(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w1,w2,w3", "-libs", "redsync,rueidis,rueidislock,ours", "-g", "64",
+		"-w2-keys", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range plan(o) {
+		got = append(got, describe(c))
+	}
+	want := []string{
+		"w1 ours G=64", "w1 redsync G=64", "w1 rueidis G=64", "w1 rueidis:flush G=64", "w1 rueidislock G=64",
+		"w2 ours G=64 keys=1", "w2 redsync G=64 keys=1", "w2 redsync:1ms G=64 keys=1", "w2 rueidis G=64 keys=1",
+		"w2 rueidislock G=64 keys=1", "w2 rueidislock:20ms G=64 keys=1",
+		"w3 ours N=10000", "w3 redsync N=10000", "w3 rueidis N=10000", "w3 rueidislock N=10000",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
 	}
 }

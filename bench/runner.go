@@ -97,8 +97,10 @@ func (r *runner) runCase(ctx context.Context, spec workload.Spec) workload.Recor
 		spec.RunID = fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff)
 		var rec workload.Record
 		var err error
+		if workload.Contended(spec.Workload) {
+			spec.CheckAddr = r.addr // the critical section's exclusion check runs on the server under test
+		}
 		if workload.Spread(spec.Workload) {
-			spec.CheckAddr = r.addr
 			rec, err = r.runSpread(ctx, spec)
 		} else {
 			rec, err = r.runOnce(ctx, spec)
@@ -309,6 +311,8 @@ func (r *runner) complete(rec *workload.Record, w sample.Window) {
 	if rec.Workload == workload.W3 {
 		if secs > 0 {
 			rec.RenewCmdsPerSec = float64(w.Sum("evalsha", "eval")) / secs
+			// Every library's renewal sets the key's expiry once per lock, inside its script.
+			rec.LocksRenewedPerSec = float64(w.Sum("pexpire", "pexpireat", "expire", "expireat")) / secs
 		}
 		return // ops are the acquisitions, made before the window
 	}

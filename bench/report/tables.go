@@ -29,6 +29,9 @@ func oursName(w string) string {
 // Tables builds every section of rep, in the order the workloads ran.
 func Tables(rep *Report) []Table {
 	out := []Table{ceilingTable(rep.Ceiling)}
+	if t := configTable(rep.Records); len(t.Rows) > 0 {
+		out = append(out, t)
+	}
 	seen := map[string]bool{}
 	for _, r := range rep.Records {
 		if seen[r.Workload] {
@@ -62,6 +65,24 @@ func byWorkload(recs []workload.Record, w string) []workload.Record {
 		}
 	}
 	return out
+}
+
+// configTable lists every library (variants apart) with the configuration
+// its adapter reported: client, pool, options.
+func configTable(recs []workload.Record) Table {
+	t := Table{ID: "config", Title: "Libraries and their configuration",
+		Note: "As each adapter configured its library (the same in every case; G = the case's goroutines per " +
+			"process). Pools are set explicitly, so that none shrinks or grows with GOMAXPROCS.",
+		Headers: []string{"library", "configuration"}}
+	seen := map[string]bool{}
+	for _, r := range recs {
+		if r.Config == "" || seen[r.Library] {
+			continue
+		}
+		seen[r.Library] = true
+		t.Rows = append(t.Rows, []string{r.Library, r.Config})
+	}
+	return t
 }
 
 // sameConfig reports whether a and b ran the same configuration (GOMAXPROCS
@@ -209,27 +230,26 @@ func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
 func contendedTable(recs []workload.Record) Table {
 	t := Table{ID: workload.W2, Title: "W2 — contended: G goroutines on K keys (goroutine i uses key i%K), blocking acquire",
 		Note: "acq/s = acquisitions in the window; wait = from starting to want the lock until holding it (retries, " +
-			"back-off and re-calls after a give-up included). The critical section increments a non-atomic counter " +
-			"and checks an atomic holder count: violations = overlaps + keys whose counter differs from their " +
-			"acquisitions. reacq% = acquisitions by the key's previous holder (barging); Jain = fairness of " +
+			"back-off and re-calls after a give-up included). " + checkNote + " reacq% = acquisitions by the key's " +
+			"previous holder (barging); Jain = fairness of " +
 			"per-goroutine acquisitions (1 = even); waiting >1s = goroutines still waiting more than 1 s when the " +
 			"window closed (oldest in brackets). No think time. All contenders share one process: libraries that hand " +
 			"the lock to a local waiter in-process (ours, rueidislock's gate) are flattered relative to contention " +
-			"between processes. As W1, each library runs at every GOMAXPROCS of -procs." + ratioNote,
-		Headers: []string{"library", "G", "keys", "GOMAXPROCS", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
+			"between processes. As W1, each library runs at every GOMAXPROCS of -procs." + localHandoffNote + ratioNote,
+		Headers: []string{"library", "G", "keys", "GOMAXPROCS", "local hand-off", "acq/s", "ours÷lib", "wait p50", "wait p99", "wait p99.9", "max",
 			"waiting >1s", "client cmds/acq", "reacq%", "Jain", "min/max per G", "gave-ups",
-			"violations (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
+			"violations marker/counter (exp/got)", "client CPU", "server CPU", "other CPU", "errors"}}
 	for i, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r)},
-				r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r),
+				localHandoff(r.Library)}, r.NotApplicable, len(t.Headers)))
 			continue
 		}
 		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), fmt.Sprint(r.Keys), procs(r),
-			rate(r), ratio(recs, i), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
+			localHandoff(r.Library), rate(r), ratio(recs, i), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
 			stalled(r.Waiting, r.WaitingOldestMs), perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated),
 			fmt.Sprintf("%.0f", r.ReacqPct), fmt.Sprintf("%.2f", r.Jain), fmt.Sprintf("%d/%d", r.MinPerG, r.MaxPerG),
-			fmt.Sprint(r.GaveUps), violations(r), cores(r.ClientCPU), cores(r.ServerCPU),
+			fmt.Sprint(r.GaveUps), spreadViolations(r), cores(r.ClientCPU), cores(r.ServerCPU),
 			other(r.OtherCPU, r.Disturbed), errs(r)})
 	}
 	return t
@@ -242,12 +262,7 @@ func spreadTable(w string, recs []workload.Record) Table {
 		"longest run", "reacq%", "gave-ups", "violations marker/counter (exp/got)", "client cmds/acq",
 		"client CPU", "server CPU", "other CPU", "errors"}}
 	common := "P processes of G goroutines each, every process its own client of the library; every process " +
-		"warms up, then all open their window at one instant and close it together. Inside the critical section, " +
-		"on a connection of its own, each holder runs a check script on entry (SET an owner marker NX, INCR the " +
-		"key's grant sequence, read a counter) and one on exit after the hold (delete the marker if still its " +
-		"own, write the counter + 1): violations = markers found taken or changed + keys whose counter differs " +
-		"from the acquisitions checked, the counter's expected/got in brackets (plus in-process overlaps). " +
-		"Jain per process over the processes' acquisitions, per G over every goroutine's; longest run = most " +
+		"warms up, then all open their window at one instant and close it together. " + checkNote + " Jain per process over the processes' acquisitions, per G over every goroutine's; longest run = most " +
 		"consecutive grants to one process in the server's grant order; reacq% = grants whose previous holder " +
 		"was the same goroutine (by the server)." + ratioNote
 	if w == workload.W2x {
@@ -280,8 +295,35 @@ func spreadTable(w string, recs []workload.Record) Table {
 	return t
 }
 
-// spreadViolations is "total: marker/counter keys (expected/got)"; bold
-// when any.
+// localHandoff says whether the library passes a released lock to a waiter
+// of the same process without the server's help: what makes one-process W2
+// and W4 flatter it against contention between processes (W2x, W4x).
+func localHandoff(lib string) string {
+	base, _, _ := strings.Cut(lib, ":")
+	switch base {
+	case "ours":
+		return "yes (waiter queue)"
+	case "rueidislock":
+		return "yes (gate)"
+	}
+	return "no"
+}
+
+// localHandoffNote explains the column.
+const localHandoffNote = " local hand-off = the library passes a released lock to a waiter of its own process " +
+	"without a server round trip (all contenders share one process here: compare with W2x/W4x)."
+
+// checkNote describes the critical section's checks (W2, W4, W2x, W4x).
+const checkNote = "Inside the critical section, on a connection of its own, each holder runs a check script on " +
+	"entry (SET an owner marker NX, INCR the key's grant sequence, read a counter) and, after the hold " +
+	"(-cs-hold, yielding), one on exit (delete the marker if still its own, write the counter + 1): violations " +
+	"= markers found taken or changed / keys whose server counter differs from the acquisitions checked (the " +
+	"counter's expected/got in brackets) plus in-process overlaps and counter mismatches; client cmds leave the " +
+	"check's scripts out."
+
+// spreadViolations is "marker/other (expected/got)": marker violations,
+// the other violations (counters, in-process overlaps), and the server
+// counter's expected and final values; bold when any.
 func spreadViolations(r workload.Record) string {
 	s := fmt.Sprintf("%d/%d (%d/%d)", r.MarkerViolations, r.Violations-r.MarkerViolations,
 		r.ServerCounterExpected, r.ServerCounterGot)
@@ -294,15 +336,20 @@ func spreadViolations(r workload.Record) string {
 func heldTable(m Meta, recs []workload.Record) Table {
 	t := Table{ID: workload.W3,
 		Title: fmt.Sprintf("W3 — many held locks: N=%d, watchdog TTL %s, held %s", m.N, secs(m.TTLSec), secs(m.HoldSec)),
-		Note: "Each library keeps the locks alive its own way: ours and rueidislock by themselves; redsync " +
-			"(Mutex.Extend) and bsm/redislock (Lock.Refresh) by one goroutine per lock with a ticker at TTL/2, as " +
-			"their users write it. Heap, stacks, goroutines and RSS are sampled mid-hold after a forced GC (base = " +
-			"before the first acquire); stacks are not in the heap figure. renew cmds/s = EVALSHA+EVAL calls/s the " +
-			"server saw during the hold (expected = N ÷ batch ÷ renewal interval). lost = locks the library " +
-			"reported lost / locks the server no longer showed as held at the end of the hold.",
+		Note: "Each library keeps the locks alive its own way, every TTL/3: ours by its watchdog (renewals " +
+			"batched into one script per batch of locks), rueidislock by itself (ExtendInterval TTL/3); redsync " +
+			"(Mutex.Extend) and bsm/redislock (Lock.Refresh) by one goroutine per lock with a ticker, as their " +
+			"users write it. Every adapter keeps its lock object per held lock (ours its *rlock.Lock handle and " +
+			"held context). Heap, stacks, goroutines and RSS are sampled mid-hold after a forced GC (base = " +
+			"before the first acquire); stacks are not in the heap figure. locks renewed/s = the expiry commands " +
+			"(PEXPIRE/PEXPIREAT) the server ran per second, inside scripts included: the work every library must " +
+			"do (N ÷ (TTL/3)); renew cmds/s = EVALSHA+EVAL calls/s the clients sent for it (expected = N ÷ batch " +
+			"÷ renewal interval): what batching saves in calls, not in server work; server cmds/s counts every " +
+			"command the server ran, inside scripts included. lost = locks the library reported lost / locks the " +
+			"server no longer showed as held by their owner at the end of the hold.",
 		Headers: []string{"library", "acquired", "acquire time", "goroutines base→hold", "heap MB base→hold",
-			"heap KB/lock", "stack MB", "RSS MB", "renew cmds/s (expected)", "client cmds/s", "server cmds/s",
-			"client CPU", "server CPU", "other CPU", "lost lib/server", "release time", "errors"}}
+			"heap KB/lock", "stack MB", "RSS MB", "locks renewed/s", "renew cmds/s (expected)", "client cmds/s",
+			"server cmds/s", "client CPU", "server CPU", "other CPU", "lost lib/server", "release time", "errors"}}
 	for _, r := range recs {
 		if r.NotApplicable != "" {
 			t.Rows = append(t.Rows, naRow(r.Library, nil, r.NotApplicable, len(t.Headers)))
@@ -319,7 +366,8 @@ func heldTable(m Meta, recs []workload.Record) Table {
 			fmt.Sprintf("%d→%d", r.GoroutinesBase, r.GoroutinesHold),
 			fmt.Sprintf("%s→%s", mb(r.HeapBaseBytes), mb(r.HeapHoldBytes)),
 			fmt.Sprintf("%.2f", r.HeapBytesPerLock/1024), mb(r.StackHoldBytes), fmt.Sprintf("%.0f", float64(r.RSSHoldBytes)/(1<<20)),
-			fmt.Sprintf("**%s** (%s)", count(r.RenewCmdsPerSec), count(r.RenewCmdsExpected)), clientPerSec,
+			count(r.LocksRenewedPerSec), fmt.Sprintf("**%s** (%s)", count(r.RenewCmdsPerSec), count(r.RenewCmdsExpected)),
+			clientPerSec,
 			count(r.ServerCmdsPerSec), cores(r.ClientCPU), cores(r.ServerCPU), other(r.OtherCPU, r.Disturbed),
 			fmt.Sprintf("**%d/%d**", r.LostLib, r.LostServer), secs(r.ReleaseSec), errs(r)})
 	}
@@ -330,17 +378,19 @@ func handoffTable(recs []workload.Record) Table {
 	t := Table{ID: workload.W4, Title: "W4 — hand-off latency: G goroutines on one key",
 		Note: "A goroutine that unlocks does not ask again until another goroutine holds the lock, so every " +
 			"acquisition is a hand-off. Latency = from just before the releaser's Unlock call to the next holder's " +
-			"Lock returning (release round trip + wake-up + acquire round trip + any back-off)." + ratioNote,
-		Headers: []string{"library", "G", "hand-offs/s", "ours÷lib", "p50", "p99", "p99.9", "max", "waiting >1s",
-			"gave-ups", "violations", "client cmds/hand-off", "client CPU", "server CPU", "other CPU", "errors"}}
+			"Lock returning (release round trip + wake-up + acquire round trip + any back-off); the next holder " +
+			"wakes the releaser through the server (see W4x). " + checkNote + localHandoffNote + ratioNote,
+		Headers: []string{"library", "G", "local hand-off", "hand-offs/s", "ours÷lib", "p50", "p99", "p99.9", "max", "waiting >1s",
+			"gave-ups", "violations marker/counter (exp/got)", "client cmds/hand-off", "client CPU", "server CPU", "other CPU", "errors"}}
 	for i, r := range recs {
 		if r.NotApplicable != "" {
-			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines)}, r.NotApplicable, len(t.Headers)))
+			t.Rows = append(t.Rows, naRow(r.Library, []string{fmt.Sprint(r.Goroutines), localHandoff(r.Library)},
+				r.NotApplicable, len(t.Headers)))
 			continue
 		}
-		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), rate(r),
+		t.Rows = append(t.Rows, []string{r.Library, fmt.Sprint(r.Goroutines), localHandoff(r.Library), rate(r),
 			ratio(recs, i), us(r.P50us), us(r.P99us), us(r.P999us), us(r.MaxUs),
-			stalled(r.Waiting, r.WaitingOldestMs), fmt.Sprint(r.GaveUps), fmt.Sprint(r.Violations),
+			stalled(r.Waiting, r.WaitingOldestMs), fmt.Sprint(r.GaveUps), spreadViolations(r),
 			perOp(r.ClientCmdsPerOp, r.ClientCmdsEstimated), cores(r.ClientCPU), cores(r.ServerCPU),
 			other(r.OtherCPU, r.Disturbed), errs(r)})
 	}
@@ -461,10 +511,6 @@ func stalled(n int, oldestMs float64) string {
 		return "0"
 	}
 	return fmt.Sprintf("**%d** (%s)", n, us(oldestMs*1e3))
-}
-
-func violations(r workload.Record) string {
-	return fmt.Sprintf("%d (%d/%d)", r.Violations, r.CounterExpected, r.CounterGot)
 }
 
 func errs(r workload.Record) string {

@@ -131,8 +131,13 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	if f.Sync {
 		win = &stdioWindow{in: bufio.NewReader(stdin), out: out}
 	}
+	goroutines := s.Goroutines
+	if s.Workload == W3 {
+		goroutines = defaultAcquirers
+	}
 	rec, detail, err := runCase(ctx, factory, Config{
 		Addr: f.Addr, Variant: variant, Lease: f.Lease, WatchdogTTL: f.WatchdogTTL,
+		Workload: s.Workload, Goroutines: max(goroutines, 1),
 	}, *s, win)
 	if err != nil {
 		rec.Errors++
@@ -168,6 +173,9 @@ func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Wi
 	var detail *ProcessDetail
 	rec, detail, err = RunDetailed(ctx, lib, spec, win)
 	stamp(&rec)
+	if d, ok := lib.(Describer); ok {
+		rec.Config = d.Describe()
+	}
 	closed := make(chan error, 1)
 	// Owned by runCase: ends when Close returns; not waited for past the
 	// bound, since the process exits right after the record is written.

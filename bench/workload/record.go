@@ -20,6 +20,9 @@ type Record struct {
 	GOMAXPROCS    int  `json:"gomaxprocs"`
 	GOMAXPROCSSet bool `json:"gomaxprocs_set,omitempty"`
 
+	// Config is how the adapter configured the library (Describer).
+	Config string `json:"config,omitempty"`
+
 	// NotApplicable is set, with the reason, when the library lacks what the
 	// workload needs (no watchdog, no async API); nothing else is measured.
 	NotApplicable string `json:"not_applicable,omitempty"`
@@ -113,28 +116,32 @@ type Record struct {
 	LongestRun     int     `json:"longest_run,omitempty"`
 
 	// W3: many held locks.
-	Acquired          int      `json:"acquired"`
-	AcquireSec        float64  `json:"acquire_sec"`
-	ReleaseSec        float64  `json:"release_sec"`
-	HoldSec           float64  `json:"hold_sec"`
-	LostLib           int64    `json:"lost_lib"`
-	LostServer        int64    `json:"lost_server"`
-	RenewCmdsExpected float64  `json:"renew_cmds_expected_per_sec"`
-	GoroutinesBase    int      `json:"goroutines_base"`
-	GoroutinesHold    int      `json:"goroutines_hold"`
-	HeapBaseBytes     uint64   `json:"heap_base_bytes"`
-	HeapHoldBytes     uint64   `json:"heap_hold_bytes"`
-	StackHoldBytes    uint64   `json:"stack_hold_bytes"`
-	RSSHoldBytes      uint64   `json:"rss_hold_bytes"`
-	HeapPeakBytes     uint64   `json:"heap_peak_bytes"`
-	ClientCPUSeconds  float64  `json:"client_cpu_seconds"`
-	LatencyCount      int64    `json:"latency_count"`
-	LatencyCDF        []Point  `json:"latency_cdf,omitempty"`
-	LatencyHistogram  []Bar    `json:"latency_histogram,omitempty"`
-	Attempts          int      `json:"attempts"`
-	Disturbed         bool     `json:"disturbed"`
-	QuietWaitSec      float64  `json:"quiet_wait_sec"`
-	Notes             []string `json:"notes,omitempty"`
+	Acquired          int     `json:"acquired"`
+	AcquireSec        float64 `json:"acquire_sec"`
+	ReleaseSec        float64 `json:"release_sec"`
+	HoldSec           float64 `json:"hold_sec"`
+	LostLib           int64   `json:"lost_lib"`
+	LostServer        int64   `json:"lost_server"`
+	RenewCmdsExpected float64 `json:"renew_cmds_expected_per_sec"`
+	// LocksRenewedPerSec: the expiry commands (PEXPIRE, PEXPIREAT, EXPIRE,
+	// EXPIREAT) the server ran per second during the hold, inside scripts
+	// included: one per lock renewed, whatever the batching.
+	LocksRenewedPerSec float64  `json:"locks_renewed_per_sec,omitempty"`
+	GoroutinesBase     int      `json:"goroutines_base"`
+	GoroutinesHold     int      `json:"goroutines_hold"`
+	HeapBaseBytes      uint64   `json:"heap_base_bytes"`
+	HeapHoldBytes      uint64   `json:"heap_hold_bytes"`
+	StackHoldBytes     uint64   `json:"stack_hold_bytes"`
+	RSSHoldBytes       uint64   `json:"rss_hold_bytes"`
+	HeapPeakBytes      uint64   `json:"heap_peak_bytes"`
+	ClientCPUSeconds   float64  `json:"client_cpu_seconds"`
+	LatencyCount       int64    `json:"latency_count"`
+	LatencyCDF         []Point  `json:"latency_cdf,omitempty"`
+	LatencyHistogram   []Bar    `json:"latency_histogram,omitempty"`
+	Attempts           int      `json:"attempts"`
+	Disturbed          bool     `json:"disturbed"`
+	QuietWaitSec       float64  `json:"quiet_wait_sec"`
+	Notes              []string `json:"notes,omitempty"`
 }
 
 // Point is one point of a latency CDF: the latency in microseconds at which

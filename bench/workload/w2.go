@@ -33,8 +33,8 @@ type contender struct {
 	acq    atomic.Int64 // acquisitions in the window
 	reacq  atomic.Int64 // of which the key's previous holder was this goroutine
 	ck     *checker     // its connection for the server-side check; nil without one
+	lk     Locker       // its key's lock, bound on first use (Binder)
 	grants []int64      // grant sequence numbers of its acquisitions in the window (spread cases)
-	_      [8]byte
 }
 
 // contention is what W2 and W4 share: keys, workers, counters.
@@ -123,7 +123,10 @@ func (c *contention) acquire(ctx context.Context, i int, k *sharedKey) (Held, ti
 	ws.since.Store(t0.UnixNano())
 	defer ws.since.Store(0)
 	for {
-		h, err := c.lib.Lock(ctx, k.name)
+		if ws.lk == nil {
+			ws.lk = bind(c.lib, k.name)
+		}
+		h, err := ws.lk.Lock(ctx)
 		if err == nil {
 			return h, time.Since(t0), true
 		}
