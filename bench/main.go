@@ -73,7 +73,7 @@ const usageText = `usage: go run ./bench [flags]
 
 Runs the lock workloads for locksmith ("ours") and the peer libraries, each
 case in its own process, against an embedded redis-server (or -addr), next to
-the server's own ceiling (redis-benchmark EVALSHA of rlock's own lock scripts),
+the server's own ceiling (each library's own lock commands, pipelined pairs),
 and prints a table; -json and -html write the report.
 
 Workloads: w1 uncontended pairs (G = 1, 64, 1024), w2 contended (64
@@ -130,8 +130,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&w2x, "w2x", "8x8,64x1,8x8/16", "W2x: contenders spread over processes, PxG[/K]: P processes of G goroutines on K keys (default 1)")
 	fs.StringVar(&w4x, "w4x", "8x8", "W4x: contenders spread over processes, PxG (one key)")
 	fs.DurationVar(&o.csHold, "cs-hold", 5*time.Microsecond, "W2, W2x, W4, W4x: time a holder stays in the critical section besides the server-side checks, yielding")
-	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the server ceiling with redis-benchmark")
-	fs.DurationVar(&o.ceilingDur, "ceiling-duration", 0, "length of each redis-benchmark run (default: -duration)")
+	fs.BoolVar(&o.ceiling, "ceiling", true, "measure the server ceiling of every library's lock commands")
+	fs.DurationVar(&o.ceilingDur, "ceiling-duration", 0, "length of each ceiling run (default: -duration)")
 	fs.DurationVar(&o.quietMax, "quiet-wait", 10*time.Second, "longest wait for a quiet machine before a case")
 	fs.Float64Var(&o.otherMax, "other-max", 0.25, "other processes' cores above which a case counts as disturbed and is rerun")
 	fs.IntVar(&o.reruns, "reruns", 2, "reruns of a disturbed case")

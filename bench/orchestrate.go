@@ -160,21 +160,21 @@ func orchestrate(ctx context.Context, o options, u *ui) (*report.Report, error) 
 	order := schedule(cases, o.repeat, o.seed)
 	u.logf("%d cases × %d runs in a random order (-seed %d), estimated %s", len(cases), o.repeat, o.seed,
 		estimate(cases, o.repeat).Round(time.Minute))
+	libs := make([]string, 0, len(cases))
+	for _, c := range cases {
+		if !contains(libs, c.Library) {
+			libs = append(libs, c.Library)
+		}
+	}
 	steps := len(order)
 	if o.ceiling {
-		steps += len(ceilingPipelines)
+		steps += ceilingSteps(libs)
 	}
 	u.start(steps)
 	if o.ceiling {
-		rep.Ceiling = r.measureCeiling(ctx)
-		for range ceilingPipelines {
-			u.finished("ceiling")
-		}
+		rep.Ceiling = r.measureCeiling(ctx, libs)
 		if rep.Ceiling.Error != "" {
 			u.logf("ceiling: %s", rep.Ceiling.Error)
-		} else {
-			u.logf("ceiling: acquire %.0f/s, release %.0f/s, pairs %.0f/s (P%d)", rep.Ceiling.AcquirePerSec,
-				rep.Ceiling.ReleasePerSec, rep.Ceiling.PairsPerSec, rep.Ceiling.Pipeline)
 		}
 	} else {
 		rep.Ceiling = report.Ceiling{Error: "not measured (-ceiling=false)", Clients: ceilingClients, Scripts: scriptsLabel}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/locksmith-go/locksmith/bench/workload"
@@ -54,86 +55,108 @@ type Meta struct {
 	Notes        []string  `json:"notes,omitempty"`
 }
 
-// Ceiling is what the server itself can do with the lock scripts:
-// redis-benchmark sending EVALSHA of the acquire and release scripts from 50
-// connections, at pipeline depth 1 and 16. The top-level figures are those of
-// the deepest pipeline measured (the server's limit); PairsPerSec is the rate
-// of acquire+release pairs one server core sustains at that depth,
-// 1 / (1/acquire + 1/release).
+// Ceiling is what the server itself sustains with each library's own lock
+// commands: connections that each acquire and release one key of their own,
+// pipelined (every release finds the lock held once, by that connection, and
+// releases it), at pipeline depth 1 and 16. A kind is one library's command
+// set (Kinds): rlock's scripts (ours and the raw baselines), redsync's SET NX
+// and delete script, redislock's obtain and release scripts, rueidislock's
+// acquire and delete scripts. Its pair rate at the deepest pipeline is the
+// ÷ceiling divisor of the libraries that send those commands.
 type Ceiling struct {
-	AcquirePerSec float64      `json:"acquire_per_sec"`
-	ReleasePerSec float64      `json:"release_per_sec"`
-	PairsPerSec   float64      `json:"pairs_per_sec"`
-	Pipeline      int          `json:"pipeline"`
-	Clients       int          `json:"clients"`
-	Scripts       string       `json:"scripts"`
-	Runs          []CeilingRun `json:"runs"`
-	Error         string       `json:"error,omitempty"`
+	// PairsPerSec is the rlock kind's pair rate at the deepest pipeline.
+	PairsPerSec float64       `json:"pairs_per_sec"`
+	Pipeline    int           `json:"pipeline"`
+	Clients     int           `json:"clients"`
+	Scripts     string        `json:"scripts"`
+	Kinds       []CeilingKind `json:"kinds"`
+	Runs        []CeilingRun  `json:"runs"`
+	Error       string        `json:"error,omitempty"`
 }
 
-// CeilingRun is one redis-benchmark run.
+// CeilingKind is one library's lock commands and the pair rate the server
+// sustains with them at the deepest pipeline.
+type CeilingKind struct {
+	Name        string   `json:"name"`
+	Commands    string   `json:"commands"`
+	Libraries   []string `json:"libraries"`
+	PairsPerSec float64  `json:"pairs_per_sec"`
+}
+
+// CeilingRun is one measurement: a kind at a pipeline depth.
 type CeilingRun struct {
-	Test     string `json:"test"` // ACQUIRE or RELEASE
+	Kind     string `json:"kind"`
 	Pipeline int    `json:"pipeline"`
-	N        int    `json:"n"`
-	KeySpace int    `json:"key_space"` // -r: keys drawn from
-	// Released counts the locks a RELEASE run deleted (each a full release:
-	// del and publish); its other calls found a lock re-entered (count
-	// mismatch) or none.
-	Released  int     `json:"released,omitempty"`
-	PerSec    float64 `json:"per_sec"`
-	AvgMs     float64 `json:"avg_ms"`
-	P50Ms     float64 `json:"p50_ms"`
-	P99Ms     float64 `json:"p99_ms"`
-	MaxMs     float64 `json:"max_ms"`
-	ServerCPU float64 `json:"server_cpu"`
-	ToolCPU   float64 `json:"tool_cpu"`
-	OtherCPU  float64 `json:"other_cpu"`
-	Attempts  int     `json:"attempts"`
-	Disturbed bool    `json:"disturbed"`
+	// Pairs completed in the window; PerSec is pairs per second.
+	Pairs  int64   `json:"pairs"`
+	PerSec float64 `json:"per_sec"`
+	// Latency of one pipelined batch (Pipeline pairs) on one connection.
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	MaxMs float64 `json:"max_ms"`
+	// Unexpected is the number of replies that were not a grant (to an
+	// acquire) or a release of the lock (to a release): 0 when every release
+	// found the lock held once.
+	Unexpected int64   `json:"unexpected"`
+	ServerCPU  float64 `json:"server_cpu"`
+	ToolCPU    float64 `json:"tool_cpu"`
+	OtherCPU   float64 `json:"other_cpu"`
+	Attempts   int     `json:"attempts"`
+	Disturbed  bool    `json:"disturbed"`
 }
 
-// PairsAt returns the pair rate at pipeline depth p (0 when not measured).
-func (c Ceiling) PairsAt(p int) float64 {
-	var acq, rel float64
-	for _, r := range c.Runs {
-		if r.Pipeline != p {
-			continue
-		}
-		switch r.Test {
-		case "ACQUIRE":
-			acq = r.PerSec
-		case "RELEASE":
-			rel = r.PerSec
+// Ceiling kinds.
+const (
+	CeilingRlock       = "rlock"
+	CeilingRedsync     = "redsync"
+	CeilingRedislock   = "redislock"
+	CeilingRueidislock = "rueidislock"
+)
+
+// CeilingKindOf returns the ceiling kind of a library (its lock commands).
+func CeilingKindOf(lib string) string {
+	base, _, _ := strings.Cut(lib, ":")
+	switch base {
+	case "ours", "ours-conn", "rueidis", "goredis":
+		return CeilingRlock
+	case "redsync":
+		return CeilingRedsync
+	case "redislock":
+		return CeilingRedislock
+	case "rueidislock":
+		return CeilingRueidislock
+	}
+	return ""
+}
+
+// For returns the pair ceiling of lib's kind (0 when not measured).
+func (c Ceiling) For(lib string) float64 {
+	k := CeilingKindOf(lib)
+	for _, x := range c.Kinds {
+		if x.Name == k {
+			return x.PairsPerSec
 		}
 	}
-	return pairs(acq, rel)
+	return 0
 }
 
-func pairs(acq, rel float64) float64 {
-	if acq <= 0 || rel <= 0 {
-		return 0
-	}
-	return 1 / (1/acq + 1/rel)
-}
-
-// Finish sets the top-level figures from the deepest pipeline measured.
+// Finish sets the kinds' pair rates and PairsPerSec from the deepest
+// pipeline measured.
 func (c *Ceiling) Finish() {
 	for _, r := range c.Runs {
-		if r.Pipeline < c.Pipeline {
-			continue
+		c.Pipeline = max(c.Pipeline, r.Pipeline)
+	}
+	for i := range c.Kinds {
+		c.Kinds[i].PairsPerSec = 0
+		for _, r := range c.Runs {
+			if r.Kind == c.Kinds[i].Name && r.Pipeline == c.Pipeline {
+				c.Kinds[i].PairsPerSec = r.PerSec
+			}
 		}
-		if r.Pipeline > c.Pipeline {
-			c.Pipeline, c.AcquirePerSec, c.ReleasePerSec = r.Pipeline, 0, 0
-		}
-		switch r.Test {
-		case "ACQUIRE":
-			c.AcquirePerSec = r.PerSec
-		case "RELEASE":
-			c.ReleasePerSec = r.PerSec
+		if c.Kinds[i].Name == CeilingRlock {
+			c.PairsPerSec = c.Kinds[i].PairsPerSec
 		}
 	}
-	c.PairsPerSec = pairs(c.AcquirePerSec, c.ReleasePerSec)
 }
 
 // WriteJSON writes r to path, indented.

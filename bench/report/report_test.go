@@ -1,7 +1,6 @@
 package report
 
 import (
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,10 +18,13 @@ func sampleReport() *Report {
 		return workload.Record{Workload: w, Library: lib, Goroutines: g, Keys: keys, OpsPerSec: ops, Ops: int64(ops),
 			P50us: 100, P99us: 400, P999us: 800, MaxUs: 900, LatencyCDF: cdf, LatencyHistogram: hist, ClientCmds: 10}
 	}
-	c := Ceiling{Clients: 50, Scripts: "test", Runs: []CeilingRun{
-		{Test: "ACQUIRE", Pipeline: 1, PerSec: 100_000}, {Test: "RELEASE", Pipeline: 1, PerSec: 100_000},
-		{Test: "ACQUIRE", Pipeline: 16, PerSec: 300_000}, {Test: "RELEASE", Pipeline: 16, PerSec: 150_000},
-	}}
+	c := Ceiling{Clients: 16, Scripts: "test",
+		Kinds: []CeilingKind{{Name: CeilingRlock, Commands: "rlock's scripts", Libraries: []string{"ours"}},
+			{Name: CeilingRedsync, Commands: "SET NX, delete script", Libraries: []string{"redsync"}}},
+		Runs: []CeilingRun{
+			{Kind: CeilingRlock, Pipeline: 1, PerSec: 50_000}, {Kind: CeilingRlock, Pipeline: 16, PerSec: 100_000},
+			{Kind: CeilingRedsync, Pipeline: 1, PerSec: 60_000}, {Kind: CeilingRedsync, Pipeline: 16, PerSec: 150_000},
+		}}
 	c.Finish()
 	w3 := rec(workload.W3, "ours", 64, 1000, 5000)
 	w3.Acquired, w3.RenewCmdsPerSec, w3.RenewCmdsExpected = 1000, 10, 10
@@ -41,16 +43,16 @@ func sampleReport() *Report {
 	}
 }
 
-func TestCeilingPairsAreTheHarmonicCombinationAtTheDeepestPipeline(t *testing.T) {
+func TestCeilingKindsTakeTheDeepestPipelineAndMapEveryLibrary(t *testing.T) {
 	c := sampleReport().Ceiling
-	if c.Pipeline != 16 || c.AcquirePerSec != 300_000 || c.ReleasePerSec != 150_000 {
+	if c.Pipeline != 16 || c.PairsPerSec != 100_000 {
 		t.Fatalf("ceiling %+v", c)
 	}
-	if math.Abs(c.PairsPerSec-100_000) > 1e-6 { // 1/(1/300k + 1/150k)
-		t.Fatalf("pairs = %v, want 100000", c.PairsPerSec)
-	}
-	if got := c.PairsAt(1); math.Abs(got-50_000) > 1e-6 {
-		t.Fatalf("pairs at P1 = %v, want 50000", got)
+	for lib, want := range map[string]float64{"ours": 100_000, "ours:lease": 100_000, "rueidis:flush": 100_000,
+		"goredis": 100_000, "redsync:1ms": 150_000, "redislock": 0, "nope": 0} {
+		if got := c.For(lib); got != want {
+			t.Errorf("For(%s) = %v, want %v", lib, got, want)
+		}
 	}
 }
 
@@ -86,6 +88,9 @@ func TestTablesCarryRatiosToOursAndToTheCeiling(t *testing.T) {
 	}
 	if got := cell(t, tables["w1"], "redsync", "ours÷lib"); got != "3.00×" {
 		t.Errorf("W1 ours÷redsync = %q, want 3.00×", got)
+	}
+	if got := cell(t, tables["w1"], "redsync", "÷ceiling"); got != "20%" {
+		t.Errorf("W1 redsync÷ceiling = %q, want 20%% (of its own kind's 150k)", got)
 	}
 	if got := cell(t, tables["w1"], "ours", "÷ceiling"); got != "90%" {
 		t.Errorf("W1 ours÷ceiling = %q, want 90%%", got)

@@ -25,7 +25,8 @@ func Text(rep *Report) string {
 		}
 		writeAligned(&b, t)
 		if t.ID == "ceiling" {
-			fmt.Fprintf(&b, "pair ceiling: %s pairs/s (P%d)\n", count(rep.Ceiling.PairsPerSec), rep.Ceiling.Pipeline)
+			fmt.Fprintf(&b, "pair ceiling of rlock's scripts: %s pairs/s (P%d)\n", count(rep.Ceiling.PairsPerSec),
+				rep.Ceiling.Pipeline)
 		}
 	}
 	b.WriteString("\n* = estimated from the server's command statistics; ⚠ = other processes used more than " +
