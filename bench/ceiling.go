@@ -14,9 +14,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/locksmith-go/locksmith/bench/internal/report"
 	"github.com/locksmith-go/locksmith/bench/internal/sample"
-	"github.com/locksmith-go/locksmith/bench/report"
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // The ceiling: what the server sustains with each library's own lock
@@ -45,7 +45,7 @@ type ceilingKind struct {
 	release  func(key, value string) []string
 }
 
-// The peers' scripts, verbatim from the versions the peers module pins
+// The peers' scripts, verbatim from the versions bench/go.mod pins
 // (bsm/redislock v0.9.4 luaObtain and luaRelease; go-redsync/redsync v4
 // deleteScript; rueidis/rueidislock acqms and delkey).
 const (

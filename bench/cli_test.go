@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/bench/report"
+	"github.com/locksmith-go/locksmith/bench/internal/report"
 )
 
 // TestQuickRunEndToEnd builds the CLI, runs it with -quick against its own

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 func main() {
@@ -136,7 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.otherMax, "other-max", 0.25, "other processes' cores above which a case counts as disturbed and is rerun")
 	fs.IntVar(&o.reruns, "reruns", 2, "reruns of a disturbed case")
 	fs.StringVar(&o.peersBin, "peers-bin", "", "prebuilt peers binary (default: build bench/peers)")
-	fs.StringVar(&o.peersDir, "peers-dir", "", "directory of the peers module (default: bench/peers of this checkout)")
+	fs.StringVar(&o.peersDir, "peers-dir", "", "directory of the peers command (default: bench/peers of this checkout)")
 	fs.StringVar(&o.logDir, "log-dir", "", "keep each case process's stderr in this directory")
 	fs.BoolVar(&o.verbose, "v", false, "log every case and sample")
 	fs.StringVar(&o.progressBar, "progress", "auto", "progress bar: auto (on a terminal, not in CI), on, off")

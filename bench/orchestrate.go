@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/bench/internal/redisadmin"
+	"github.com/locksmith-go/locksmith/bench/internal/report"
 	"github.com/locksmith-go/locksmith/bench/internal/sample"
-	"github.com/locksmith-go/locksmith/bench/report"
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"

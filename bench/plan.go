@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // plan lists the cases to run, in order: workload by workload, and within a

@@ -16,7 +16,7 @@ import (
 
 	"github.com/locksmith-go/locksmith/bench/internal/redisadmin"
 	"github.com/locksmith-go/locksmith/bench/internal/sample"
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // runner runs cases, each in its own process, and the ceiling.

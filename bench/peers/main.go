@@ -1,7 +1,8 @@
 // Command peers runs benchmark cases for the other Go lock libraries, so that
-// the locksmith module never depends on them: this directory is its own Go
-// module (see go.mod), built by the benchmark orchestrator (go run ./bench)
-// into a temporary directory and started once per case.
+// the locksmith library's module never depends on them (they are in the bench
+// module's go.mod) and the bench binary never links them: the benchmark
+// orchestrator (go run ./bench) builds it into a temporary directory and
+// starts it once per case.
 //
 // Usage:
 //
@@ -32,7 +33,7 @@ import (
 	"os"
 	"runtime/debug"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // factories are the peer libraries this binary can run, by base name.

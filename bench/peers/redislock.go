@@ -10,7 +10,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // redislockLib adapts bsm/redislock on one go-redis client. Its default

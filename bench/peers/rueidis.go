@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // countingClient wraps a rueidis.Client and counts the commands sent through

@@ -3,7 +3,7 @@ package report
 import (
 	"slices"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // Aggregate combines the repeated runs of one case into the record the

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // Table is one section of the report: rendered as aligned text, Markdown and

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // Report is the JSON document: one record per (workload, library,
