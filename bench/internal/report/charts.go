@@ -29,8 +29,8 @@ func chartsFor(rep *Report, id string) [][]render.Renderer {
 		ceiling = rep.Ceiling.PairsPerSec
 	}
 	overview := []render.Renderer{throughputChart(id, recs, ceiling)}
-	if id == workload.W2 {
-		overview = append(overview, fairnessChart(recs))
+	if id == workload.W2 || id == workload.W2x {
+		overview = append(overview, fairnessChart(id, recs))
 	}
 	rows := [][]render.Renderer{overview}
 	for _, cfg := range configs(recs) {
@@ -57,6 +57,8 @@ func config(r workload.Record) string {
 		return fmt.Sprintf("G=%d keys=%d", r.Goroutines, r.Keys)
 	case workload.W5:
 		return fmt.Sprintf("keys=%d", r.Keys)
+	case workload.W2x, workload.W4x:
+		return fmt.Sprintf("%dx%d keys=%d", r.Processes, r.Goroutines, r.Keys)
 	default:
 		return fmt.Sprintf("G=%d", r.Goroutines)
 	}
@@ -129,9 +131,10 @@ func chartID(parts ...string) string {
 func throughputChart(id string, recs []workload.Record, ceiling float64) render.Renderer {
 	bar := charts.NewBar()
 	unit := map[string]string{workload.W1: "pairs/s", workload.Raw: "pairs/s", workload.W5: "pairs/s",
-		workload.W2: "acquisitions/s", workload.W4: "hand-offs/s"}[id]
+		workload.W2: "acquisitions/s", workload.W4: "hand-offs/s", workload.W2x: "acquisitions/s",
+		workload.W4x: "hand-offs/s"}[id]
 	yAxis := opts.YAxis{Name: unit, Type: "value"}
-	if id == workload.W4 {
+	if id == workload.W4 || id == workload.W4x || id == workload.W2x {
 		yAxis.Type = "log" // polling peers hand off 100× slower than waiters woken by a message
 	}
 	if ceiling > 0 && yAxis.Type == "value" {
@@ -236,31 +239,36 @@ func histogramChart(id, cfg string, recs []workload.Record) render.Renderer {
 
 func latencyWhat(id string) string {
 	switch id {
-	case workload.W2:
+	case workload.W2, workload.W2x:
 		return "wait until held"
-	case workload.W4:
+	case workload.W4, workload.W4x:
 		return "unlock to next holder"
 	default:
 		return "lock+unlock pair"
 	}
 }
 
-// fairnessChart: W2's Jain index and re-acquisition share per library.
-func fairnessChart(recs []workload.Record) render.Renderer {
+// fairnessChart: W2's (W2x's) Jain index (per goroutine, and per process
+// when spread) and re-acquisition share per library.
+func fairnessChart(id string, recs []workload.Record) render.Renderer {
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(chartInit(chartID("w2", "fairness")), chartTitle("Fairness",
+	bar.SetGlobalOptions(chartInit(chartID(id, "fairness")), chartTitle("Fairness",
 		"Jain index ×100 (100 = even) and re-acquisitions by the previous holder (%)"), legend, tooltipAxis,
 		noAnimation, charts.WithYAxisOpts(opts.YAxis{Type: "value", Max: 100}))
 	var x []string
-	var jain, reacq []opts.BarData
+	var jain, jainP, reacq []opts.BarData
 	for _, r := range recs {
 		x = append(x, r.Label()+" "+config(r))
 		jain = append(jain, opts.BarData{Value: roundTo(100*r.Jain, 1)})
+		jainP = append(jainP, opts.BarData{Value: roundTo(100*r.JainPerProcess, 1)})
 		reacq = append(reacq, opts.BarData{Value: roundTo(r.ReacqPct, 1)})
 	}
 	bar.SetXAxis(x)
 	bar.SetGlobalOptions(charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Rotate: 30}}))
-	bar.AddSeries("Jain ×100", jain).AddSeries("reacq %", reacq)
+	if id == workload.W2x {
+		bar.AddSeries("Jain per process ×100", jainP)
+	}
+	bar.AddSeries("Jain per goroutine ×100", jain).AddSeries("reacq %", reacq)
 	return bar
 }
 

@@ -26,6 +26,8 @@ func sampleReport() *Report {
 			{Kind: CeilingRedsync, Pipeline: 1, PerSec: 60_000}, {Kind: CeilingRedsync, Pipeline: 16, PerSec: 150_000},
 		}}
 	c.Finish()
+	w2x := rec(workload.W2x, "ours", 8, 1, 4000)
+	w2x.Processes, w2x.JainPerProcess, w2x.LongestRun = 8, 0.9, 12
 	w3 := rec(workload.W3, "ours", 64, 1000, 5000)
 	w3.Acquired, w3.RenewCmdsPerSec, w3.RenewCmdsExpected = 1000, 10, 10
 	return &Report{
@@ -34,7 +36,7 @@ func sampleReport() *Report {
 		Ceiling: c,
 		Records: []workload.Record{
 			rec(workload.W1, "ours", 64, 64, 90_000), rec(workload.W1, "redsync", 64, 64, 30_000),
-			rec(workload.W2, "ours", 64, 1, 8000), rec(workload.W2, "redsync", 64, 1, 10_000),
+			rec(workload.W2, "ours", 64, 1, 8000), rec(workload.W2, "redsync", 64, 1, 10_000), w2x,
 			w3, {Workload: workload.W3, Library: "rueidis", Keys: 1000, NotApplicable: "workload: not supported by this library: no watchdog or extend API"},
 			rec(workload.W4, "ours", 2, 1, 7000),
 			rec(workload.W5, "ours", 1, 1024, 120_000),
@@ -205,7 +207,7 @@ func TestHTMLIsSelfContainedAndHasTheCharts(t *testing.T) {
 		t.Fatal("the page loads a script from elsewhere")
 	}
 	for _, id := range []string{"c_w1_throughput", "c_w1_G64_cdf", "c_w1_G64_hist", "c_w2_fairness", "c_w3_mem",
-		"c_raw_G64_cdf", "c_ceiling"} {
+		"c_raw_G64_cdf", "c_ceiling", "c_w2x_throughput", "c_w2x_fairness", "c_w2x_8x8_keys1_cdf"} {
 		if !strings.Contains(page, "id=\""+id+"\"") {
 			t.Errorf("no chart %s", id)
 		}
