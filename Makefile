@@ -10,14 +10,20 @@ TESTFLAGS ?= -race -timeout 20m
 deps:
 	@bash scripts/ensure-redis.sh
 
+# The repository is a Go workspace (go.work): the library's module at the root
+# and the benchmark's (bench/, with the peer libraries) nested in it, so that the
+# library's go.mod never needs the benchmark's dependencies. A pattern like
+# ./... stops at a nested module: every target names both modules' trees.
+MODULES_PKGS = ./... ./bench/...
+
 vet:
-	$(GO) vet ./...
+	$(GO) vet $(MODULES_PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 # The whole suite under the race detector (every fuzz target's seed corpus runs
 # as a test), then a short fuzzing pass of the RESP decoder.
 test: deps vet
-	$(GO) test $(TESTFLAGS) ./...
+	$(GO) test $(TESTFLAGS) $(MODULES_PKGS)
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./resp
 
 # Longer fuzzing of every decoder an attacker or a broken server can reach:

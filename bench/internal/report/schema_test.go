@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 func TestSchemaRequiresExactlyTheRecordFieldsThatAreNeverOmitted(t *testing.T) {

@@ -19,7 +19,20 @@ const (
 	W4  = "w4"  // hand-off latency: unlock to the next waiter holding the lock
 	W5  = "w5"  // async: one goroutine issuing LockAsync/UnlockAsync over many keys
 	Raw = "raw" // W1's loop over a bare transport (EVALSHA acquire+release)
+
+	// W2 and W4 with the contenders spread over processes: Spec.Processes
+	// processes of Spec.Goroutines goroutines each, every process its own
+	// client of the library, one common window (RunSpread).
+	W2x = "w2x"
+	W4x = "w4x"
 )
+
+// Contended reports whether w is W2 or W4, in one process or spread over
+// several.
+func Contended(w string) bool { return w == W2 || w == W4 || w == W2x || w == W4x }
+
+// Spread reports whether w runs its contenders in several processes.
+func Spread(w string) bool { return w == W2x || w == W4x }
 
 // Defaults for Spec fields left zero.
 const (
@@ -32,8 +45,8 @@ const (
 type Spec struct {
 	Workload   string
 	Library    string // full name, variant included ("redsync:1ms")
-	Goroutines int    // W1/W2/W4/raw: worker goroutines; W5: always 1
-	Keys       int    // W2/W4: keys shared by the workers; W5: keys in flight; W3: N
+	Goroutines int    // W1/W2/W4/raw: worker goroutines (per process for W2x/W4x); W5: always 1
+	Keys       int    // W2/W4: keys shared by the workers (of every process); W5: keys in flight; W3: N
 	Duration   time.Duration
 	Warmup     time.Duration
 	Hold       time.Duration // W3: how long the N locks are held
@@ -43,7 +56,19 @@ type Spec struct {
 	RunID          string // prefix that keeps this case's keys apart from any other's
 	// Procs is the case process's GOMAXPROCS; 0 leaves Go's default (the
 	// CPUs the process may use).
-	Procs     int
+	Procs int
+	// Process is this process's index among Processes (W2x, W4x): goroutine
+	// i of process p is contender p×Goroutines+i of the case, which picks the
+	// key and names the holder in the server-side check.
+	Process   int
+	Processes int
+	// CheckAddr, when set, is the server on which W2 and W4 check exclusion
+	// inside the critical section (owner marker, non-atomic counter, grant
+	// order: see checker.go); empty leaves only the in-process checks.
+	CheckAddr string
+	// CSHold is how long a W2/W4 holder stays inside its critical section
+	// besides the checks, yielding the processor meanwhile (0: no hold).
+	CSHold    time.Duration
 	StallAge  time.Duration
 	StopGrace time.Duration
 }
@@ -70,6 +95,15 @@ type Window interface {
 	End() error
 }
 
+// ScheduledWindow is a Window whose Begin waits for a start instant shared
+// by several processes (RunSpread's): the window then ends at that instant
+// plus the duration in every process, whenever each of them woke up.
+type ScheduledWindow interface {
+	Window
+	// StartAt returns the instant the last Begin waited for (zero: none).
+	StartAt() time.Time
+}
+
 // NopWindow is a Window for running a case alone (no orchestrator).
 type NopWindow struct{}
 
@@ -83,6 +117,15 @@ func (NopWindow) End() error { return nil }
 // warm-up, the window and the teardown; ctx ends it early (the record then
 // covers what was measured). lib is not closed.
 func Run(ctx context.Context, lib Library, spec Spec, win Window) (Record, error) {
+	r, _, err := RunDetailed(ctx, lib, spec, win)
+	return r, err
+}
+
+// RunDetailed is Run that also returns, for W2 and W4 (in one process or
+// spread), what RunSpread needs to merge the processes of a case: the
+// per-goroutine counts, the latency histogram, the grant order. The detail
+// is nil for the other workloads.
+func RunDetailed(ctx context.Context, lib Library, spec Spec, win Window) (Record, *ProcessDetail, error) {
 	spec.defaults()
 	r := Record{
 		Workload: spec.Workload, Library: spec.Library,
@@ -92,25 +135,26 @@ func Run(ctx context.Context, lib Library, spec Spec, win Window) (Record, error
 		win = NopWindow{}
 	}
 	var err error
+	var d *ProcessDetail
 	switch spec.Workload {
 	case W1, Raw:
 		err = runPairs(ctx, lib, spec, win, &r)
-	case W2:
-		err = runContended(ctx, lib, spec, win, &r)
+	case W2, W2x:
+		d, err = runContended(ctx, lib, spec, win, &r)
 	case W3:
 		err = runHeld(ctx, lib, spec, win, &r)
-	case W4:
-		err = runHandoff(ctx, lib, spec, win, &r)
+	case W4, W4x:
+		d, err = runHandoff(ctx, lib, spec, win, &r)
 	case W5:
 		err = runAsync(ctx, lib, spec, win, &r)
 	default:
-		return r, fmt.Errorf("workload: unknown workload %q (want w1..w5 or raw)", spec.Workload)
+		return r, nil, fmt.Errorf("workload: unknown workload %q (want w1..w5, w2x, w4x or raw)", spec.Workload)
 	}
 	if errors.Is(err, ErrUnsupported) {
 		r.NotApplicable = err.Error()
-		return r, nil
+		return r, nil, nil
 	}
-	return r, err
+	return r, d, err
 }
 
 // window tracks the measurement window of a case: its phase (read by the
@@ -119,6 +163,7 @@ func Run(ctx context.Context, lib Library, spec Spec, win Window) (Record, error
 type window struct {
 	phase   atomic.Int32 // phaseWarmup -> phaseOpen -> phaseClosed
 	start   time.Time    // written by the case's main goroutine only
+	planned time.Time    // the common start instant of a spread case's processes (zero: none)
 	end     time.Time
 	cpu0    time.Duration
 	cpu1    time.Duration
@@ -150,6 +195,9 @@ func (w *window) open(win Window) error {
 	}
 	w.cpu0 = ProcessCPU()
 	w.start = time.Now()
+	if sw, ok := win.(ScheduledWindow); ok {
+		w.planned = sw.StartAt()
+	}
 	// The command count is read right next to the phase change (not before the getrusage above), so the commands
 	// counted and the operations counted cover the same interval, up to the operations in flight at its edges.
 	if w.counter != nil {
@@ -181,6 +229,17 @@ func (w *window) signalEnd(win Window) error {
 }
 
 func (w *window) measuring() bool { return w.phase.Load() == phaseOpen }
+
+// await sleeps until the window has lasted d, counted from the common start
+// instant when there is one (so that every process of a spread case closes
+// its window at the same instant), and reports whether it did.
+func (w *window) await(ctx context.Context, d time.Duration) bool {
+	from := w.start
+	if !w.planned.IsZero() {
+		from = w.planned
+	}
+	return sleepCtx(ctx, time.Until(from.Add(d)))
+}
 
 // fill sets the record's window-derived fields for ops operations.
 func (w *window) fill(r *Record, ops int64) {

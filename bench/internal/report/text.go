@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -24,15 +25,30 @@ func Text(rep *Report) string {
 		}
 		writeAligned(&b, t)
 		if t.ID == "ceiling" {
-			fmt.Fprintf(&b, "pair ceiling: %s pairs/s (P%d)\n", count(rep.Ceiling.PairsPerSec), rep.Ceiling.Pipeline)
+			fmt.Fprintf(&b, "pair ceiling of rlock's scripts: %s pairs/s (P%d)\n", count(rep.Ceiling.PairsPerSec),
+				rep.Ceiling.Pipeline)
 		}
 	}
 	b.WriteString("\n* = estimated from the server's command statistics; ⚠ = other processes used more than " +
-		fmt.Sprintf("%.2f cores during the window after reruns; ours÷lib > 1 means ours is faster.\n", rep.Meta.OtherMax))
+		fmt.Sprintf("%.2f cores during the window of a run, even after reruns; ours÷lib > 1 means ours is faster.\n",
+			rep.Meta.OtherMax))
 	for _, n := range rep.Meta.Notes {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}
+	b.WriteString(runLine(rep.Meta) + "\n")
 	return b.String()
+}
+
+// runLine says how the figures were taken: repeats, order seed, total time.
+func runLine(m Meta) string {
+	s := fmt.Sprintf("%d run(s) of every case in a random order (-seed %d)", max(m.Repeat, 1), m.Seed)
+	if m.Quick {
+		s = "quick run (-quick): " + s + " and short windows, a smoke test: do not compare libraries on it"
+	}
+	if !m.Started.IsZero() && m.Finished.After(m.Started) {
+		s += fmt.Sprintf("; total run time %s", m.Finished.Sub(m.Started).Round(time.Second))
+	}
+	return s + "."
 }
 
 // writeAligned writes t with columns padded to their widest cell: the first
@@ -103,6 +119,7 @@ func Markdown(rep *Report) string {
 		"Window %s per case after %s of warm-up.\n", m.NumCPU, m.CPUModel, m.GOOS, m.GOARCH, m.GoVersion,
 		m.RedisVersion, m.ServerAddr, map[bool]string{true: "embedded", false: "external"}[m.Embedded], m.Command,
 		secs(m.DurationSec), secs(m.WarmupSec))
+	fmt.Fprintf(&b, "\n%s\n", runLine(m))
 	for _, n := range m.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", n)
 	}

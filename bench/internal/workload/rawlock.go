@@ -84,32 +84,60 @@ func NewRawLock(t Transport, lease time.Duration) *RawLock {
 	}
 }
 
-var _ Library = (*RawLock)(nil)
+var (
+	_ Library = (*RawLock)(nil)
+	_ Binder  = (*RawLock)(nil)
+)
+
+// rawBound is one goroutine's lock (Bind): the owner (Redisson's
+// "<client id>:<thread id>"), the keys and the arguments of both scripts,
+// built once, as a tuned user keeps them.
+type rawBound struct {
+	l                      *RawLock
+	name                   string
+	acqKeys, acqArgs       []string
+	relKeys, relArgs       []string
+	unlockChannel, ownerID string
+}
 
 type rawHeld struct {
-	l     *RawLock
-	name  string
-	owner string
+	b *rawBound
+}
+
+// Bind returns name's lock for one goroutine, with a fixed owner and the
+// scripts' keys and arguments built once.
+func (l *RawLock) Bind(name string) Locker {
+	owner := l.id + ":" + strconv.FormatUint(l.next.Add(1), 10)
+	b := &rawBound{l: l, name: name, unlockChannel: UnlockChannel(name), ownerID: owner}
+	b.acqKeys, b.acqArgs = AcquireArgs(name, l.leaseMs, owner)
+	b.relKeys, b.relArgs = ReleaseArgs(name, l.leaseMs, owner)
+	return b
 }
 
 // Lock acquires name for a new owner, waiting as Redisson does.
 func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
-	owner := l.id + ":" + strconv.FormatUint(l.next.Add(1), 10)
-	keys, args := AcquireArgs(name, l.leaseMs, owner)
+	return l.Bind(name).Lock(ctx)
+}
+
+// Lock acquires the bound lock, waiting as Redisson does: acquire; when held
+// by another owner, subscribe to the unlock channel and retry on every
+// unlock message or when the holder's lease runs out.
+func (b *rawBound) Lock(ctx context.Context) (Held, error) {
+	l, keys, args := b.l, b.acqKeys, b.acqArgs
 	ttl, granted, err := l.acquire(ctx, keys, args)
 	if err != nil || granted {
-		return l.held(name, owner, err)
+		return b.held(err)
 	}
-	sub, err := l.subscribe(ctx, UnlockChannel(name))
+	sub, err := l.subscribe(ctx, b.unlockChannel)
 	if err != nil {
 		return nil, err
 	}
-	defer l.unsubscribe(UnlockChannel(name), sub)
+	defer l.unsubscribe(b.unlockChannel, sub)
 	var timer *time.Timer
 	for {
 		ttl, granted, err = l.acquire(ctx, keys, args)
 		if err != nil || granted {
-			return l.held(name, owner, err)
+			return b.held(err)
 		}
 		wait := time.Duration(max(ttl, 1)) * time.Millisecond
 		if timer == nil {
@@ -143,11 +171,11 @@ func (l *RawLock) acquire(ctx context.Context, keys, args []string) (ttl int64, 
 	return 0, false, fmt.Errorf("workload: acquire replied %+v, want hold count 1 or a PTTL", r)
 }
 
-func (l *RawLock) held(name, owner string, err error) (Held, error) {
+func (b *rawBound) held(err error) (Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rawHeld{l: l, name: name, owner: owner}, nil
+	return rawHeld{b: b}, nil
 }
 
 // subscribe takes a reference on channel's subscription, subscribing first
@@ -205,9 +233,8 @@ func (l *RawLock) unsubscribe(channel string, s *rawSub) {
 }
 
 // Unlock runs the release script, expecting the one hold Lock took.
-func (h *rawHeld) Unlock(ctx context.Context) error {
-	keys, args := ReleaseArgs(h.name, h.l.leaseMs, h.owner)
-	r, err := h.l.t.Eval(ctx, ReleaseScript, keys, args...)
+func (h rawHeld) Unlock(ctx context.Context) error {
+	r, err := h.b.l.t.Eval(ctx, ReleaseScript, h.b.relKeys, h.b.relArgs...)
 	switch {
 	case err != nil:
 		return err

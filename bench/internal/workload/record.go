@@ -20,6 +20,9 @@ type Record struct {
 	GOMAXPROCS    int  `json:"gomaxprocs"`
 	GOMAXPROCSSet bool `json:"gomaxprocs_set,omitempty"`
 
+	// Config is how the adapter configured the library (Describer).
+	Config string `json:"config,omitempty"`
+
 	// NotApplicable is set, with the reason, when the library lacks what the
 	// workload needs (no watchdog, no async API); nothing else is measured.
 	NotApplicable string `json:"not_applicable,omitempty"`
@@ -31,6 +34,13 @@ type Record struct {
 	Ops       int64   `json:"ops"`
 	WindowSec float64 `json:"window_sec"`
 	OpsPerSec float64 `json:"ops_per_sec"`
+	// Repeats is the number of runs of the case a report's record combines
+	// (report.Aggregate): OpsPerSec is then their median, with the min–max
+	// spread and every run's rate; 0 or 1 for a single run.
+	Repeats       int       `json:"repeats,omitempty"`
+	OpsPerSecMin  float64   `json:"ops_per_sec_min,omitempty"`
+	OpsPerSecMax  float64   `json:"ops_per_sec_max,omitempty"`
+	OpsPerSecRuns []float64 `json:"ops_per_sec_runs,omitempty"`
 
 	// Latencies in microseconds, from an HDR histogram of the operations
 	// completed in the window (W2: wait until held; W4: unlock to next holder).
@@ -80,30 +90,58 @@ type Record struct {
 	GaveUps         int64   `json:"gave_ups"`
 	CounterExpected int64   `json:"counter_expected"`
 	CounterGot      int64   `json:"counter_got"`
+	// The server-side check (Spec.CheckAddr): owner markers found taken on
+	// entry or changed on exit (counted in Violations too), and the
+	// non-atomic server counter against the acquisitions whose check
+	// completed (every key that differs is a violation).
+	MarkerViolations      int64   `json:"marker_violations,omitempty"`
+	ServerCounterExpected int64   `json:"server_counter_expected,omitempty"`
+	ServerCounterGot      int64   `json:"server_counter_got,omitempty"`
+	CSHoldUs              float64 `json:"cs_hold_us,omitempty"`
+	// CheckScripts counts the check's scripts run in the window (EVALSHA on
+	// connections of their own: never in ClientCmds, and subtracted from the
+	// estimate made from the server's statistics; W4's BLPOP wake-ups are not
+	// in that estimate).
+	CheckScripts int64 `json:"check_scripts,omitempty"`
+
+	// W2x and W4x: Processes processes of Goroutines goroutines each. Jain
+	// and min/max per goroutine are over every goroutine of every process;
+	// JainPerProcess over the processes' acquisitions; LongestRun is the
+	// longest run of consecutive grants (by the server's grant order, inside
+	// the window) to one process.
+	Processes      int     `json:"processes,omitempty"`
+	JainPerProcess float64 `json:"jain_per_process,omitempty"`
+	MinPerProcess  int64   `json:"min_per_process,omitempty"`
+	MaxPerProcess  int64   `json:"max_per_process,omitempty"`
+	LongestRun     int     `json:"longest_run,omitempty"`
 
 	// W3: many held locks.
-	Acquired          int      `json:"acquired"`
-	AcquireSec        float64  `json:"acquire_sec"`
-	ReleaseSec        float64  `json:"release_sec"`
-	HoldSec           float64  `json:"hold_sec"`
-	LostLib           int64    `json:"lost_lib"`
-	LostServer        int64    `json:"lost_server"`
-	RenewCmdsExpected float64  `json:"renew_cmds_expected_per_sec"`
-	GoroutinesBase    int      `json:"goroutines_base"`
-	GoroutinesHold    int      `json:"goroutines_hold"`
-	HeapBaseBytes     uint64   `json:"heap_base_bytes"`
-	HeapHoldBytes     uint64   `json:"heap_hold_bytes"`
-	StackHoldBytes    uint64   `json:"stack_hold_bytes"`
-	RSSHoldBytes      uint64   `json:"rss_hold_bytes"`
-	HeapPeakBytes     uint64   `json:"heap_peak_bytes"`
-	ClientCPUSeconds  float64  `json:"client_cpu_seconds"`
-	LatencyCount      int64    `json:"latency_count"`
-	LatencyCDF        []Point  `json:"latency_cdf,omitempty"`
-	LatencyHistogram  []Bar    `json:"latency_histogram,omitempty"`
-	Attempts          int      `json:"attempts"`
-	Disturbed         bool     `json:"disturbed"`
-	QuietWaitSec      float64  `json:"quiet_wait_sec"`
-	Notes             []string `json:"notes,omitempty"`
+	Acquired          int     `json:"acquired"`
+	AcquireSec        float64 `json:"acquire_sec"`
+	ReleaseSec        float64 `json:"release_sec"`
+	HoldSec           float64 `json:"hold_sec"`
+	LostLib           int64   `json:"lost_lib"`
+	LostServer        int64   `json:"lost_server"`
+	RenewCmdsExpected float64 `json:"renew_cmds_expected_per_sec"`
+	// LocksRenewedPerSec: the expiry commands (PEXPIRE, PEXPIREAT, EXPIRE,
+	// EXPIREAT) the server ran per second during the hold, inside scripts
+	// included: one per lock renewed, whatever the batching.
+	LocksRenewedPerSec float64  `json:"locks_renewed_per_sec,omitempty"`
+	GoroutinesBase     int      `json:"goroutines_base"`
+	GoroutinesHold     int      `json:"goroutines_hold"`
+	HeapBaseBytes      uint64   `json:"heap_base_bytes"`
+	HeapHoldBytes      uint64   `json:"heap_hold_bytes"`
+	StackHoldBytes     uint64   `json:"stack_hold_bytes"`
+	RSSHoldBytes       uint64   `json:"rss_hold_bytes"`
+	HeapPeakBytes      uint64   `json:"heap_peak_bytes"`
+	ClientCPUSeconds   float64  `json:"client_cpu_seconds"`
+	LatencyCount       int64    `json:"latency_count"`
+	LatencyCDF         []Point  `json:"latency_cdf,omitempty"`
+	LatencyHistogram   []Bar    `json:"latency_histogram,omitempty"`
+	Attempts           int      `json:"attempts"`
+	Disturbed          bool     `json:"disturbed"`
+	QuietWaitSec       float64  `json:"quiet_wait_sec"`
+	Notes              []string `json:"notes,omitempty"`
 }
 
 // Point is one point of a latency CDF: the latency in microseconds at which

@@ -55,11 +55,12 @@ func TestRawLockRunsRlockScriptsAsRlockDoes(t *testing.T) {
 	}
 	tr := &serverTransport{srv: srv}
 	l := NewRawLock(tr, 10*time.Second)
-	h, err := l.Lock(ctx, "raw")
+	bound := l.Bind("raw")
+	h, err := bound.Lock(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	owner := h.(*rawHeld).owner
+	owner := h.(rawHeld).b.ownerID
 	if got, err := srv.DoString(ctx, "HGET", "raw", owner); err != nil || got != "1" {
 		t.Fatalf("HGET raw %s = %q, %v; want hold count 1", owner, got, err)
 	}
@@ -80,5 +81,22 @@ func TestRawLockRunsRlockScriptsAsRlockDoes(t *testing.T) {
 		if got := tr.calls[i]; !slices.Equal(got, w) {
 			t.Errorf("call %d = %q, want %q", i, got, w)
 		}
+	}
+	// A bound lock keeps its owner and arguments: the next acquisition sends the same call.
+	h2, err := bound.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.calls[3]; !slices.Equal(got, want[0]) {
+		t.Errorf("second acquisition = %q, want %q", got, want[0])
+	}
+	// Another binding of the same name is another owner.
+	if h3, err := l.Bind("raw").Lock(ctx); err != nil {
+		t.Fatal(err)
+	} else if o := h3.(rawHeld).b.ownerID; o == owner {
+		t.Errorf("two bindings share the owner %s", o)
 	}
 }

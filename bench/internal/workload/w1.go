@@ -69,10 +69,11 @@ func runPairs(ctx context.Context, lib Library, spec Spec, win Window, r *Record
 
 func pairLoop(ctx context.Context, lib Library, key string, i int, ws *pairWorker, w *window,
 	lat *Latencies, errs *errorLog, gaveUps *atomic.Int64) {
+	lk := bind(lib, key)
 	for ctx.Err() == nil {
 		t0 := time.Now()
 		ws.since.Store(t0.UnixNano())
-		h, err := lib.Lock(ctx, key)
+		h, err := lk.Lock(ctx)
 		if err != nil {
 			ws.since.Store(0)
 			switch {

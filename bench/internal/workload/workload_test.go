@@ -224,3 +224,14 @@ func TestCaseRunsAtTheGOMAXPROCSItIsGivenAndRecordsIt(t *testing.T) {
 		t.Errorf("-procs -2: exit %d, %q; want 2 and a message naming the flag", code, errOut.String())
 	}
 }
+
+func TestCaseFlagsOfAOneProcessCaseParse(t *testing.T) {
+	var out bytes.Buffer
+	f := CaseFlags{Addr: "127.0.0.1:1", Spec: Spec{Workload: W1, Library: "nope", Goroutines: 1, Keys: 1}}
+	var stderr bytes.Buffer
+	// An unknown library fails after the flags parsed (exit 2 with its own message).
+	CaseMain(f.Args(), map[string]Factory{}, strings.NewReader(""), &out, &stderr)
+	if !strings.Contains(stderr.String(), `unknown library "nope"`) {
+		t.Fatalf("the flags of a one-process case do not parse: %s", stderr.String())
+	}
+}

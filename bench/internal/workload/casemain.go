@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,9 +23,14 @@ import (
 // -sync, it writes {"event":"begin"} and {"event":"end"} at the window's edges
 // and waits for one line on its standard input after each (the orchestrator
 // samples the server meanwhile); it always ends with {"event":"record"}.
+//
+// A process of a spread case (RunSpread) gets "go <unix nanos>" after begin:
+// the common instant at which every process opens its window; its record
+// comes with the detail RunSpread merges.
 type Message struct {
-	Event  string  `json:"event"`
-	Record *Record `json:"record,omitempty"`
+	Event  string         `json:"event"`
+	Record *Record        `json:"record,omitempty"`
+	Detail *ProcessDetail `json:"detail,omitempty"`
 }
 
 // Message events.
@@ -54,6 +60,8 @@ func (f CaseFlags) Args() []string {
 		"-hold", s.Hold.String(), "-run-id", s.RunID,
 		"-lease", f.Lease.String(), "-ttl", f.WatchdogTTL.String(),
 		fmt.Sprintf("-sync=%t", f.Sync), "-procs", fmt.Sprint(s.Procs),
+		"-process", fmt.Sprint(s.Process), "-processes", fmt.Sprint(max(s.Processes, 1)),
+		"-check", s.CheckAddr, "-cs-hold", s.CSHold.String(),
 	}
 }
 
@@ -80,8 +88,16 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	fs.DurationVar(&f.WatchdogTTL, "ttl", 3*time.Second, "W3: watchdog lease (key TTL)")
 	fs.BoolVar(&f.Sync, "sync", false, "handshake with the orchestrator at the window's edges")
 	fs.IntVar(&s.Procs, "procs", 0, "GOMAXPROCS of this process (0: Go's default)")
+	fs.IntVar(&s.Process, "process", 0, "W2x/W4x: this process's index among -processes")
+	fs.IntVar(&s.Processes, "processes", 1, "W2x/W4x: processes running the case together")
+	fs.StringVar(&s.CheckAddr, "check", "", "W2/W4: server for the exclusion check inside the critical section (empty: in-process checks only)")
+	fs.DurationVar(&s.CSHold, "cs-hold", 0, "W2/W4: time spent inside the critical section besides the checks")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole case to this file (for go tool pprof)")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if s.Processes < 1 || s.Process < 0 || s.Process >= s.Processes {
+		fmt.Fprintf(stderr, "case: -process %d of -processes %d: want 0 <= process < processes\n", s.Process, s.Processes)
 		return 2
 	}
 	if s.Procs < 0 {
@@ -115,8 +131,13 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	if f.Sync {
 		win = &stdioWindow{in: bufio.NewReader(stdin), out: out}
 	}
-	rec, err := runCase(ctx, factory, Config{
+	goroutines := s.Goroutines
+	if s.Workload == W3 {
+		goroutines = defaultAcquirers
+	}
+	rec, detail, err := runCase(ctx, factory, Config{
 		Addr: f.Addr, Variant: variant, Lease: f.Lease, WatchdogTTL: f.WatchdogTTL,
+		Workload: s.Workload, Goroutines: max(goroutines, 1),
 	}, *s, win)
 	if err != nil {
 		rec.Errors++
@@ -125,7 +146,7 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 		}
 		fmt.Fprintln(stderr, "case:", err)
 	}
-	if err := out.Encode(Message{Event: EventRecord, Record: &rec}); err != nil {
+	if err := out.Encode(Message{Event: EventRecord, Record: &rec, Detail: detail}); err != nil {
 		fmt.Fprintln(stderr, "case: writing the record:", err)
 		return 1
 	}
@@ -134,7 +155,7 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 
 // runCase builds the library, runs the case and closes the library (bounded:
 // a library whose Close hangs does not hold the record back).
-func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Window) (Record, error) {
+func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Window) (Record, *ProcessDetail, error) {
 	rec := Record{Workload: spec.Workload, Library: spec.Library, Goroutines: spec.Goroutines,
 		Keys: spec.Keys, ClientCmds: -1}
 	stamp := func(r *Record) { r.GOMAXPROCS, r.GOMAXPROCSSet = runtime.GOMAXPROCS(0), spec.Procs > 0 }
@@ -144,13 +165,17 @@ func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Wi
 	cancel()
 	if errors.Is(err, ErrUnsupported) {
 		rec.NotApplicable = err.Error()
-		return rec, nil
+		return rec, nil, nil
 	}
 	if err != nil {
-		return rec, fmt.Errorf("starting %s: %w", spec.Library, err)
+		return rec, nil, fmt.Errorf("starting %s: %w", spec.Library, err)
 	}
-	rec, err = Run(ctx, lib, spec, win)
+	var detail *ProcessDetail
+	rec, detail, err = RunDetailed(ctx, lib, spec, win)
 	stamp(&rec)
+	if d, ok := lib.(Describer); ok {
+		rec.Config = d.Describe()
+	}
 	closed := make(chan error, 1)
 	// Owned by runCase: ends when Close returns; not waited for past the
 	// bound, since the process exits right after the record is written.
@@ -163,26 +188,51 @@ func runCase(ctx context.Context, factory Factory, cfg Config, spec Spec, win Wi
 	case <-time.After(spec.StopGrace + DefaultStopGrace):
 		rec.Notes = append(rec.Notes, "close did not return")
 	}
-	return rec, err
+	return rec, detail, err
 }
 
 // stdioWindow is the case side of the window handshake.
 type stdioWindow struct {
-	in  *bufio.Reader
-	out *json.Encoder
+	in    *bufio.Reader
+	out   *json.Encoder
+	start time.Time // the common start instant of a spread case (zero: none)
 }
 
-func (w *stdioWindow) Begin() error { return w.handshake(EventBegin) }
-func (w *stdioWindow) End() error   { return w.handshake(EventEnd) }
-
-func (w *stdioWindow) handshake(event string) error {
-	if err := w.out.Encode(Message{Event: event}); err != nil {
+// Begin signals readiness and waits for the answer: "go", or "go <unix
+// nanos>" (a spread case), after which it waits for that instant.
+func (w *stdioWindow) Begin() error {
+	line, err := w.handshake(EventBegin)
+	if err != nil {
 		return err
 	}
-	if _, err := w.in.ReadString('\n'); err != nil {
-		return fmt.Errorf("waiting for the orchestrator after %q: %w", event, err)
+	if f := strings.Fields(line); len(f) == 2 {
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("the orchestrator's start instant %q: %w", f[1], err)
+		}
+		w.start = time.Unix(0, ns)
+		time.Sleep(time.Until(w.start))
 	}
 	return nil
+}
+
+func (w *stdioWindow) End() error {
+	_, err := w.handshake(EventEnd)
+	return err
+}
+
+// StartAt returns the common start instant Begin waited for (zero: none).
+func (w *stdioWindow) StartAt() time.Time { return w.start }
+
+func (w *stdioWindow) handshake(event string) (string, error) {
+	if err := w.out.Encode(Message{Event: event}); err != nil {
+		return "", err
+	}
+	line, err := w.in.ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("waiting for the orchestrator after %q: %w", event, err)
+	}
+	return line, nil
 }
 
 func names(factories map[string]Factory) []string {

@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"time"
@@ -151,3 +152,42 @@ func binOf(us float64) int {
 
 // binUpperUs is the upper bound, in microseconds, of bin k.
 func binUpperUs(k int) float64 { return math.Pow(2, float64(k)/4) }
+
+// SparseHistogram is a Latencies' content in a form a case process can send
+// to the orchestrator: the non-empty buckets of the merged HDR histogram
+// (bucket index, count) and the exact maximum.
+type SparseHistogram struct {
+	Buckets [][2]int64 `json:"buckets"`
+	MaxNs   int64      `json:"max_ns"`
+}
+
+// Export returns every recorded latency in sparse form. Safe for concurrent
+// use with Record.
+func (l *Latencies) Export() SparseHistogram {
+	h, maxD := l.Merged()
+	out := SparseHistogram{MaxNs: int64(maxD)}
+	for i, n := range h.Export().Counts {
+		if n != 0 {
+			out.Buckets = append(out.Buckets, [2]int64{int64(i), n})
+		}
+	}
+	return out
+}
+
+// Add records the latencies of s (exported by another Latencies) in shard
+// 0. It fails on a bucket index outside this histogram's range.
+func (l *Latencies) Add(s SparseHistogram) error {
+	snap := hdrhistogram.New(minTrackableUs, maxTrackableUs, sigFigs).Export()
+	for _, b := range s.Buckets {
+		if b[0] < 0 || b[0] >= int64(len(snap.Counts)) || b[1] < 0 {
+			return fmt.Errorf("workload: latency bucket %d (count %d) outside the histogram", b[0], b[1])
+		}
+		snap.Counts[b[0]] += b[1]
+	}
+	sh := &l.shards[0]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.h.Merge(hdrhistogram.Import(snap))
+	sh.maxNs = max(sh.maxNs, s.MaxNs)
+	return nil
+}

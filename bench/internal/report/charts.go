@@ -8,7 +8,7 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 	"github.com/go-echarts/go-echarts/v2/render"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // chartsFor returns the charts of one section, in rows: the overview
@@ -24,13 +24,13 @@ func chartsFor(rep *Report, id string) [][]render.Renderer {
 	if len(recs) == 0 {
 		return nil
 	}
-	ceiling := 0.0
+	ceiling := 0.0 // the line drawn: rlock's scripts' pair ceiling (the other kinds are in the ceiling's chart)
 	if id == workload.W1 || id == workload.Raw || id == workload.W5 {
 		ceiling = rep.Ceiling.PairsPerSec
 	}
 	overview := []render.Renderer{throughputChart(id, recs, ceiling)}
-	if id == workload.W2 {
-		overview = append(overview, fairnessChart(recs))
+	if id == workload.W2 || id == workload.W2x {
+		overview = append(overview, fairnessChart(id, recs))
 	}
 	rows := [][]render.Renderer{overview}
 	for _, cfg := range configs(recs) {
@@ -57,6 +57,8 @@ func config(r workload.Record) string {
 		return fmt.Sprintf("G=%d keys=%d", r.Goroutines, r.Keys)
 	case workload.W5:
 		return fmt.Sprintf("keys=%d", r.Keys)
+	case workload.W2x, workload.W4x:
+		return fmt.Sprintf("%dx%d keys=%d", r.Processes, r.Goroutines, r.Keys)
 	default:
 		return fmt.Sprintf("G=%d", r.Goroutines)
 	}
@@ -129,9 +131,10 @@ func chartID(parts ...string) string {
 func throughputChart(id string, recs []workload.Record, ceiling float64) render.Renderer {
 	bar := charts.NewBar()
 	unit := map[string]string{workload.W1: "pairs/s", workload.Raw: "pairs/s", workload.W5: "pairs/s",
-		workload.W2: "acquisitions/s", workload.W4: "hand-offs/s"}[id]
+		workload.W2: "acquisitions/s", workload.W4: "hand-offs/s", workload.W2x: "acquisitions/s",
+		workload.W4x: "hand-offs/s"}[id]
 	yAxis := opts.YAxis{Name: unit, Type: "value"}
-	if id == workload.W4 {
+	if id == workload.W4 || id == workload.W4x || id == workload.W2x {
 		yAxis.Type = "log" // polling peers hand off 100× slower than waiters woken by a message
 	}
 	if ceiling > 0 && yAxis.Type == "value" {
@@ -236,31 +239,36 @@ func histogramChart(id, cfg string, recs []workload.Record) render.Renderer {
 
 func latencyWhat(id string) string {
 	switch id {
-	case workload.W2:
+	case workload.W2, workload.W2x:
 		return "wait until held"
-	case workload.W4:
+	case workload.W4, workload.W4x:
 		return "unlock to next holder"
 	default:
 		return "lock+unlock pair"
 	}
 }
 
-// fairnessChart: W2's Jain index and re-acquisition share per library.
-func fairnessChart(recs []workload.Record) render.Renderer {
+// fairnessChart: W2's (W2x's) Jain index (per goroutine, and per process
+// when spread) and re-acquisition share per library.
+func fairnessChart(id string, recs []workload.Record) render.Renderer {
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(chartInit(chartID("w2", "fairness")), chartTitle("Fairness",
+	bar.SetGlobalOptions(chartInit(chartID(id, "fairness")), chartTitle("Fairness",
 		"Jain index ×100 (100 = even) and re-acquisitions by the previous holder (%)"), legend, tooltipAxis,
 		noAnimation, charts.WithYAxisOpts(opts.YAxis{Type: "value", Max: 100}))
 	var x []string
-	var jain, reacq []opts.BarData
+	var jain, jainP, reacq []opts.BarData
 	for _, r := range recs {
 		x = append(x, r.Label()+" "+config(r))
 		jain = append(jain, opts.BarData{Value: roundTo(100*r.Jain, 1)})
+		jainP = append(jainP, opts.BarData{Value: roundTo(100*r.JainPerProcess, 1)})
 		reacq = append(reacq, opts.BarData{Value: roundTo(r.ReacqPct, 1)})
 	}
 	bar.SetXAxis(x)
 	bar.SetGlobalOptions(charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Rotate: 30}}))
-	bar.AddSeries("Jain ×100", jain).AddSeries("reacq %", reacq)
+	if id == workload.W2x {
+		bar.AddSeries("Jain per process ×100", jainP)
+	}
+	bar.AddSeries("Jain per goroutine ×100", jain).AddSeries("reacq %", reacq)
 	return bar
 }
 
@@ -315,14 +323,14 @@ func heldCharts(recs []workload.Record) []render.Renderer {
 	}
 }
 
-// ceilingCharts: the EVALSHA rates per pipeline depth.
+// ceilingCharts: each kind's pair rate per pipeline depth.
 func ceilingCharts(c Ceiling) []render.Renderer {
 	if len(c.Runs) == 0 {
 		return nil
 	}
 	bar := charts.NewBar()
-	bar.SetGlobalOptions(chartInit("c_ceiling"), chartTitle("Server ceiling", "EVALSHA/s by pipeline depth"), legend,
-		tooltipAxis, noAnimation, charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "calls/s"}))
+	bar.SetGlobalOptions(chartInit("c_ceiling"), chartTitle("Server ceiling", "lock+unlock pairs/s by pipeline depth"),
+		legend, tooltipAxis, noAnimation, charts.WithYAxisOpts(opts.YAxis{Type: "value", Name: "pairs/s"}))
 	var depths []string
 	for _, r := range c.Runs {
 		if d := fmt.Sprintf("P%d", r.Pipeline); !contains(depths, d) {
@@ -330,13 +338,13 @@ func ceilingCharts(c Ceiling) []render.Renderer {
 		}
 	}
 	bar.SetXAxis(depths)
-	for _, test := range []string{"ACQUIRE", "RELEASE"} {
+	for _, k := range c.Kinds {
 		data := make([]opts.BarData, len(depths))
 		for i := range data {
 			data[i] = opts.BarData{Value: 0}
 		}
 		for _, r := range c.Runs {
-			if r.Test == test {
+			if r.Kind == k.Name {
 				for i, d := range depths {
 					if d == fmt.Sprintf("P%d", r.Pipeline) {
 						data[i] = opts.BarData{Value: round(r.PerSec)}
@@ -344,7 +352,7 @@ func ceilingCharts(c Ceiling) []render.Renderer {
 				}
 			}
 		}
-		bar.AddSeries(test, data)
+		bar.AddSeries(k.Name, data)
 	}
 	return []render.Renderer{bar}
 }

@@ -34,6 +34,21 @@ type Config struct {
 	// renewed by the library (or by the adapter's renewal goroutine, for
 	// libraries whose users renew by hand) before it runs out.
 	WatchdogTTL time.Duration
+	// Workload is the case's workload (W1...), for libraries configured once
+	// for every lock they take (rueidislock's key validity).
+	Workload string
+	// Goroutines is how many goroutines of this process will call the library
+	// at once: connection pools are sized to it (go-redis' PoolSize at least
+	// this, as its maintainers advise for blocking users).
+	Goroutines int
+}
+
+// Describer is implemented by adapters that can say how they configured
+// their library (client, pool, options), for the report's configuration
+// table. The text is the same for every case of a library and variant:
+// sizes that depend on the case are given as a formula (max(G, 20)).
+type Describer interface {
+	Describe() string
 }
 
 // Factory builds a connected Library. It blocks until the library is ready to
@@ -52,6 +67,38 @@ type Library interface {
 	// they are gone (as far as the library allows).
 	Close() error
 }
+
+// Binder is implemented by libraries whose users keep something per lock
+// between acquisitions of one goroutine: a mutex object (redsync, ours' lock
+// handle), or keys and arguments built once (the raw baselines). W1, W2 and W4
+// bind each goroutine's lock once and acquire through the binding;
+// libraries without it are called with the name every time.
+type Binder interface {
+	// Bind returns name's lock for one goroutine; the Locker is used by that
+	// goroutine only, one acquisition at a time.
+	Bind(name string) Locker
+}
+
+// Locker acquires one bound lock (Binder).
+type Locker interface {
+	// Lock blocks as Library.Lock does.
+	Lock(ctx context.Context) (Held, error)
+}
+
+// bind returns goroutine-private access to name's lock on lib.
+func bind(lib Library, name string) Locker {
+	if b, ok := lib.(Binder); ok {
+		return b.Bind(name)
+	}
+	return nameLocker{lib: lib, name: name}
+}
+
+type nameLocker struct {
+	lib  Library
+	name string
+}
+
+func (n nameLocker) Lock(ctx context.Context) (Held, error) { return n.lib.Lock(ctx, n.name) }
 
 // Held is one acquisition of a lock.
 type Held interface {
