@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,9 @@ type Client struct {
 	seed   maphash.Seed
 	shards [numShards]shard
 
-	wd      watchdog
-	retries retries // commands parked on the timer for a retry, run by Close if it comes first
+	wd         watchdog
+	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
+	grantCache         // queue entry arguments (lockqueue.go)
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
@@ -123,6 +125,8 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)
+	c.watchdogGrant.lease = min(r.WatchdogTimeout, queueLiveness)
+	c.watchdogGrant.arg = "g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10)
 	c.retries.set = make(map[*retry]struct{})
 	return c
 }
@@ -234,9 +238,11 @@ func (c *Client) Stats() Stats {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		s.Held += len(sh.holds)
-		s.Queues += len(sh.queues)
 		for _, q := range sh.queues {
-			s.Waiters += q.n
+			if q.n > 0 {
+				s.Queues++
+				s.Waiters += q.n
+			}
 		}
 		s.Waiters += sh.sleepers.n
 		sh.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 // release) and is cancelled, with a cause, when the lock stops being held (see the package documentation).
 type Lock struct {
 	lockObject
-	keyArr [2]string // the keys of its commands (lockObject.keys)
+	keyArr [numPlainKeys]string // the keys of its commands (lockObject.keys)
 }
 
 // Name returns the lock's name (its Redis key).

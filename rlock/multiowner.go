@@ -57,7 +57,8 @@ func (s *multiSet) begin(ctx context.Context, op string, lease time.Duration) (c
 func (s *multiSet) mintOwner() string {
 	for _, l := range s.locks {
 		if sl, ok := l.(setLock); ok {
-			return sl.client().mintOwnerID()
+			id, _ := sl.client().mintOwnerID()
+			return id
 		}
 	}
 	return uuid.NewString() + ":1"

@@ -56,6 +56,7 @@ type owner struct {
 	id    string // <clientUUID>:<n>
 	hold  *hold  // the hold the context belongs to, when it is a held context (any lock)
 	fresh bool   // the id was just made for this call: nobody else can hold anything under it
+	num   uint64 // a fresh owner's number (the id's decimal part)
 }
 
 // resolveOwner returns the owner ctx acts as for c, making a fresh one when ctx carries none (when mint is true;
@@ -90,17 +91,19 @@ func (c *Client) resolveOwner(ctx context.Context, op string, mint bool) (owner,
 	if !mint {
 		return owner{}, nil
 	}
-	return owner{id: c.mintOwnerID(), fresh: true}, nil
+	id, num := c.mintOwnerID()
+	return owner{id: id, fresh: true, num: num}, nil
 }
 
-// mintOwnerID returns a new owner id of c: "<c's UUID>:<n>", n from c's counter, so that nobody else holds
-// anything under it.
-func (c *Client) mintOwnerID() string {
+// mintOwnerID returns a new owner id of c, "<c's UUID>:<n>" with n from c's counter, so that nobody else holds
+// anything under it, and n.
+func (c *Client) mintOwnerID() (string, uint64) {
 	var buf [64]byte // one allocation for the id: the string conversion
 	b := append(buf[:0], c.id...)
 	b = append(b, ':')
-	b = strconv.AppendUint(b, mintedOwnerBase+c.nextOwner.Add(1), 10)
-	return string(b)
+	num := mintedOwnerBase + c.nextOwner.Add(1)
+	b = strconv.AppendUint(b, num, 10)
+	return string(b), num
 }
 
 // mintedOwnerBase keeps the owner ids a client makes apart from the small ids callers pick for WithOwner ("1",

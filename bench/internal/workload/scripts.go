@@ -19,11 +19,10 @@ type Script struct {
 // the keys and arguments rlock passes (AcquireArgs, ReleaseArgs), so that the
 // ceiling and the raw transports measure the library's own server work.
 var (
-	// AcquireScript: KEYS lock; ARGV lease ms, owner. Reply: a bulk string
-	// (the owner's hold count) when granted, else the integer PTTL.
+	// AcquireScript: KEYS and ARGV as AcquireArgs. Reply: a bulk string (the
+	// owner's hold count) when granted, else the integer PTTL.
 	AcquireScript = lockScript(rlock.ScriptLockAcquire)
-	// ReleaseScript: KEYS lock, unlock channel; ARGV owner, expected hold
-	// count, lease ms, unlock message, publish command. Reply: 1 released
+	// ReleaseScript: KEYS and ARGV as ReleaseArgs. Reply: 1 released
 	// (deleted and published), 0 one of several holds released, nil not held
 	// by the owner, -n the owner holds n holds, not the count expected.
 	ReleaseScript = lockScript(rlock.ScriptLockRelease)
@@ -51,15 +50,30 @@ func lockScript(name string) *Script {
 	return &Script{Name: s.Name, Src: s.Source, SHA: s.SHA1}
 }
 
-// AcquireArgs returns the acquire's keys and arguments, as rlock sends them.
+// AcquireArgs returns the acquire's keys and arguments for a try that never
+// queues (what a caller outside rlock sends; rlock's own waiters queue
+// themselves on the server), as rlock sends them on a standalone server.
 func AcquireArgs(name, leaseMs, owner string) (keys, args []string) {
-	return []string{name}, []string{leaseMs, owner}
+	return LockKeys(name), []string{leaseMs, owner, "", QueueLiveness, "0", "", PublishCommand}
 }
 
 // ReleaseArgs returns the release's keys and arguments for a lock held once,
 // as rlock sends them on a standalone server.
 func ReleaseArgs(name, leaseMs, owner string) (keys, args []string) {
-	return []string{name, UnlockChannel(name)}, []string{owner, ExpectOne, leaseMs, UnlockMessage, PublishCommand}
+	return LockKeys(name), []string{owner, ExpectOne, leaseMs, UnlockMessage, PublishCommand}
+}
+
+// QueueLiveness is the liveness window rlock gives its queue entries, in
+// milliseconds (unused by a try, which never queues).
+const QueueLiveness = "5000"
+
+// LockKeys are the five keys every plain-lock script of rlock takes, for a
+// name without braces: the lock, its unlock channel, its queue of waiters, the
+// queue's deadlines and the prefix of its grant channels.
+func LockKeys(name string) []string {
+	tag := "{" + name + "}"
+	return []string{name, UnlockChannel(name), "locksmith_lock_queue:" + tag, "locksmith_lock_timeout:" + tag,
+		"locksmith_lock__channel:" + tag}
 }
 
 // UnlockChannel is the Redisson unlock channel of lock name (rlock's for a
