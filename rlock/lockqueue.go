@@ -287,3 +287,55 @@ func (lc *lockCall) entryArgOrWake() string {
 	}
 	return lc.entryArg()
 }
+
+// grantedByRelease settles lc, named as next waiter by a release of this client sent at sentAt (state
+// wGranting), with the grant that release made: its lease counts from the release's sending.
+func (lc *lockCall) grantedByRelease(sentAt time.Duration) {
+	sh := lc.sh
+	sh.mu.Lock()
+	if lc.state == wGranting {
+		lc.state, lc.sentAt = wAttempting, sentAt
+	}
+	sh.mu.Unlock()
+	lc.settle(lc.grantedByOther(), false) // a call Close took away gives the grant back
+}
+
+// resumeAfterRelease returns lc, named as next waiter by a release of this client that did not grant it (state
+// wGranting), to waiting: a call queued on the server waits for its turn there; one that is not attempts now,
+// which queues it (after the hold-back of a run's end: queue.takeNextLocked). A call abandoned meanwhile leaves.
+func (lc *lockCall) resumeAfterRelease() {
+	w := &lc.waiter
+	sh := w.sh
+	sh.mu.Lock()
+	if w.state != wGranting {
+		sh.mu.Unlock()
+		return
+	}
+	if w.abandoned != nil {
+		act := w.leaveLocked(false)
+		queued, err := w.queued, w.abandoned
+		sh.mu.Unlock()
+		act.run()
+		if queued {
+			lc.left()
+		}
+		lc.fail(err)
+		return
+	}
+	w.state = wIdle
+	attempt := false
+	now := sh.c.now()
+	switch {
+	case w.queued:
+		w.armLocked(lc.refreshEvery())
+	case w.q != nil && w.q.holdBack > now:
+		w.armLocked(w.q.holdBack - now)
+	default:
+		w.beginAttemptLocked()
+		attempt = true
+	}
+	sh.mu.Unlock()
+	if attempt {
+		lc.send()
+	}
+}

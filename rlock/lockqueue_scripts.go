@@ -84,15 +84,18 @@ end
 // nonce when it went to a waiter of mine (else false). A grant to an entry whose nonce is not its owner's id (an
 // owner that other calls may share) is recorded as the member ':g:<owner>' of the deadline set, scored with the
 // nonce, so that a hold of that owner can later be told to be this grant (grantedLua).
-const queueHandOverLua = `local function handOver(e, mine)
+const queueHandOverLua = `local function grant(o, l, n)
+  redis.call('hset', KEYS[1], o, 1)
+  redis.call('pexpire', KEYS[1], l)
+  if n ~= string.match(o, ':([^:]*)$') then
+    redis.call('zadd', KEYS[4], n, ':g:' .. o)
+  end
+end
+local function handOver(e, mine)
   local k, l, n, o, u = parse(e)
   if k == 'g' then
     dequeue(e)
-    redis.call('hset', KEYS[1], o, 1)
-    redis.call('pexpire', KEYS[1], l)
-    if n ~= string.match(o, ':([^:]*)$') then
-      redis.call('zadd', KEYS[4], n, ':g:' .. o)
-    end
+    grant(o, l, n)
     if u == mine then return true, n end
   end
   redis.call(publish, KEYS[5] .. ':' .. u, k .. n)
@@ -100,18 +103,31 @@ const queueHandOverLua = `local function handOver(e, mine)
 end
 `
 
-// queuePassOnLua defines passOn(mine): the last hold of the lock was just released by a client whose UUID is
-// mine ("" for none), and the queue exists. With nobody live in it, the lock is deleted and the unlock message
-// published (Redisson's release). Otherwise the lock goes to the head (handOver) without ever being free — unless
-// hand-overs have kept it taken for chainMillis: then it is deleted and published, and left for gapMillis to
-// clients that do not queue (a Redisson client on the same name, woken by the unlock message), so that they are
-// never starved by a queue that never empties; the head is told to attempt, and gets it when the gap ends if
-// nobody else took it. Returns the head's nonce (a string) when the lock went to a waiter of mine, 2 when it went to
-// a waiter of another client, else 1.
-const queuePassOnLua = `local function passOn(mine)
+// queuePassOnLua defines passOn(mine, nxt): the last hold of the lock was just released by a client whose UUID is
+// mine ("" for none). nxt, when the releasing client names one, is its own first waiter, which it may not have
+// queued on the server ({o = owner, l = lease, n = nonce, e = entry}). The lock goes to the head of the queue
+// (handOver) without ever being free; with nobody live queued, to nxt, directly; with neither, it is deleted and
+// the unlock message published (Redisson's release). nxt.prefer grants nxt before the head (the releasing client's
+// run of local grants, which the client bounds: queue.takeNextLocked). When hand-overs through the queue have kept
+// the lock taken
+// for chainMillis, it is deleted and published instead, and left for gapMillis to clients that do not queue (a
+// Redisson client on the same name, woken by the unlock message), so that they are never starved by a queue that
+// never empties; the head is told to attempt, and gets it when the gap ends if nobody else took it. (A client's
+// own run of direct grants is bounded the same way by the client: see queue.runStart.) Returns the grantee's nonce
+// (a string) when the lock went to a waiter of mine, 2 when it went to a waiter of another client, else 1.
+const queuePassOnLua = `local function passOn(mine, nxt)
   local head = live()
+  if nxt and nxt.prefer then
+    redis.call('lrem', KEYS[3], 1, nxt.e)
+    head = nil
+  end
   if not head then
     redis.call('del', KEYS[1])
+    if nxt then
+      redis.call('zrem', KEYS[4], nxt.e)
+      grant(nxt.o, nxt.l, nxt.n)
+      return nxt.n
+    end
     redis.call(publish, KEYS[2], '0')
     return 1
   end
@@ -233,36 +249,67 @@ return ` + strconv.Itoa(queuedNotHead)
 }
 
 // releaseSrc releases one hold: it decrements the owner's hold count and re-arms the lease while holds remain;
-// the last hold's release passes the lock on (queuePassOnLua): to the head of the queue in the same step, or, with
-// nobody queued, by deleting it and publishing the unlock message.
+// the last hold's release passes the lock on (queuePassOnLua): to the head of the queue in the same step, or to
+// the releasing client's own next waiter, or, with nobody waiting, by deleting it and publishing the unlock
+// message.
 //
 //	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
 //	ARGV[1] owner
 //	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
 //	ARGV[3] lease in milliseconds, re-armed when holds remain
 //	ARGV[4] unlock message ("0")
+//	ARGV[5..8] optional: the releasing client's next waiter — its owner, the first part of its entry (<kind><lease>)
+//	        and its nonce ("" when it is the owner's id) — granted when nobody live is queued, or before the head
+//	        of the queue when ARGV[8] is "1" (the client's bounded run: queue.takeNextLocked)
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner does not hold the lock; 0 = one hold released, others remain; 1 = released (the lock is
 // free, or its head was told to take it); 2 = released and granted to a queued waiter of another client; a bulk
-// string = released and granted to the queued waiter of this client whose nonce it holds; a negative integer -n = the owner holds n, not the count expected: nothing was
-// changed.
+// string = released and granted to the waiter of this client whose nonce it holds; a negative integer -n = the
+// owner holds n, not the count expected: nothing was changed.
 //
 // Retry safety without a latch key. Redisson makes a retried unlock safe by writing a latch key
 // (redisson_unlock_latch:{name}:<requestId>) with the result on every unlock and checking it first, which costs a
 // GET and a SET PX per unlock and a short-lived key per unlock in memory. This script is made safe by its
 // condition instead: the client sends the count it knows it holds, so a retry of an attempt that already ran finds
 // count-1 (or no field at all: the lock was deleted or granted to the next waiter) instead of the expected count
-// and changes nothing. The scheme needs no extra key, and it is cheaper than Redisson's latch-free script too:
-// HGET replaces HEXISTS, and the last hold is deleted without the HINCRBY. Measured server cost: see the package
-// documentation, "Release and retries".
-const releaseSrc = publishLua + holdCountLua + decrementLua + `if redis.call('exists', KEYS[3]) == 0 then
+// and changes nothing; a retry that finds the named next waiter holding the lock reports that grant again. The
+// scheme needs no extra key, and it is cheaper than Redisson's latch-free script too: HGET replaces HEXISTS, and
+// the last hold is deleted without the HINCRBY. Measured server cost: see the package documentation, "Release and
+// retries".
+const releaseSrc = publishLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
+if not c then
+  if ARGV[5] and redis.call('hexists', KEYS[1], ARGV[5]) == 1 then
+    if ARGV[7] ~= '' then return ARGV[7] end
+    return string.match(ARGV[5], ':([^:]*)$')
+  end
+  return nil
+end
+` + expectCountLua + decrementLua + `if redis.call('exists', KEYS[3]) == 0 then
   redis.call('del', KEYS[1])
+  if ARGV[5] then
+    local n = ARGV[7]
+    if n == '' then
+      n = string.match(ARGV[5], ':([^:]*)$')
+    else
+      redis.call('zadd', KEYS[4], n, ':g:' .. ARGV[5])
+    end
+    redis.call('hset', KEYS[1], ARGV[5], 1)
+    redis.call('pexpire', KEYS[1], string.match(ARGV[6], '^%a(%d+)$'))
+    return n
+  end
   redis.call(publish, KEYS[2], ARGV[4])
   return 1
 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[4], ':g:' .. ARGV[1])
-return passOn(string.match(ARGV[1], '^(.*):'))`
+local nxt = nil
+if ARGV[5] then
+  local n = ARGV[7]
+  if n == '' then n = string.match(ARGV[5], ':([^:]*)$') end
+  nxt = {o = ARGV[5], l = string.match(ARGV[6], '^%a(%d+)$'), n = n, e = ARGV[6] .. ':' .. n .. ':' .. ARGV[5],
+    prefer = ARGV[8] == '1'}
+end
+return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 
 // leaveSrc takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
 // of the queue. When the lock was granted to it meanwhile (grantedLua), the grant's hold is given back: one hold
@@ -285,7 +332,7 @@ if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) =
   if tonumber(redis.call('hget', KEYS[1], ARGV[2])) > 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], -1)
   else
-    passOn('')
+    passOn('', nil)
   end
   return 2
 end

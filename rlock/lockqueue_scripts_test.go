@@ -238,3 +238,19 @@ func TestQueueTimingConstantsAgree(t *testing.T) {
 		t.Fatalf("markerMillis %s, want twice the liveness window: %s", markerMillis, want)
 	}
 }
+
+func TestRunBoundsAgreeWithTheQueues(t *testing.T) {
+	if runBound.Milliseconds() != mustAtoi(t, chainMillis) || runGap.Milliseconds() != mustAtoi(t, gapMillis) {
+		t.Fatalf("a client's run (%v, gap %v) and the queue's (%s ms, gap %s ms) differ", runBound, runGap,
+			chainMillis, gapMillis)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

@@ -46,6 +46,12 @@ type queue struct {
 	linger     *timer.Timeout     // while the queue is empty and lingering
 	pending    map[uint64]pendingMessage
 	pendingOld time.Duration // when pending was last swept
+	// runStart is when the lock began passing from holder to holder of this client by its releases naming the next
+	// waiter (0: it does not); holdBack, until when this client's waiters leave a lock freed at the end of such a run
+	// to others; run, how many grants in a row went to this client's waiters before anyone queued ahead of them
+	// (capped by localRun). See takeNextLocked.
+	runStart, holdBack time.Duration
+	run                int
 }
 
 // pendingMessage is a grant message or a wake-up that arrived for a waiter this client did not know yet: its
@@ -199,6 +205,56 @@ func (q *queue) closeLocked(ws []*waiter) []*waiter {
 	return ws
 }
 
+// takeNextLocked returns the waiter a final release of the plain lock by this client should name as its next
+// waiter (releaseSrc: granted in the same step when nobody of another client is queued), marked wGranting, or nil:
+// the head when it is idle and may be granted by someone else's script ('g' entry), unless the client's run of
+// such grants has lasted chainMillis. Then the release frees the lock (publishing the unlock message) and this
+// client's waiters hold back for gapMillis, so that a client that does not queue (Redisson) is never starved by a
+// run that never ends. Called with the shard mutex.
+func (q *queue) takeNextLocked() *lockCall {
+	w := q.head
+	if w == nil || w.state != wIdle || !w.serverQueue || w.wakeOnly || w.noWait {
+		return nil
+	}
+	now := q.c.now()
+	switch {
+	case q.runStart == 0:
+		q.runStart = now
+	case now-q.runStart >= runBound:
+		q.runStart = 0
+		q.holdBack = now + runGap
+		w.armLocked(runGap)
+		return nil
+	}
+	w.state = wGranting
+	w.again = false
+	w.armLocked(0) // its deadline only, while the release is in flight
+	return w.call.(*lockCall)
+}
+
+// preferNextLocked reports whether a release naming this client's next waiter may grant it before waiters of
+// other clients queued ahead (a local run, one round trip and no other process woken), and counts the grant: at
+// most localRun in a row, after which the release serves the queue's head. Called with the shard mutex.
+func (q *queue) preferNextLocked() bool {
+	if q.run >= localRun {
+		q.run = 0
+		return false
+	}
+	q.run++
+	return true
+}
+
+// localRun is the most grants a client's releases give its own waiters in a row while waiters of other clients are
+// queued ahead of them. A process thus receives at most localRun+1 consecutive grants while another waits longer.
+const localRun = 8
+
+// The bound on a client's run of grants to its own waiters (takeNextLocked): the same as the queue's
+// (chainMillis, gapMillis in lockqueue_scripts.go).
+const (
+	runBound = time.Second
+	runGap   = 5 * time.Millisecond
+)
+
 // wakeLocked wakes waiters by the queue's rule after a message with payload (resubscribed: the subscription was
 // (re-)established, so a message may have been missed). Idle waiters are marked attempting and returned, the first
 // in one (no allocation for a lock's single wake-up) and the others in more, for the caller to send their
@@ -318,6 +374,14 @@ func (c *Client) subscribeOne(q *queue, key string, handler func(conn.Message), 
 func (q *queue) onMessage(m conn.Message) {
 	q.sh.mu.Lock()
 	if q.dead {
+		q.sh.mu.Unlock()
+		return
+	}
+	if q.grantKey != "" && m.Kind == conn.KindMessage && q.holdBack > q.c.now() {
+		// This client freed the lock for others (takeNextLocked): its head attempts when the gap ends.
+		if h := q.head; h != nil && h.state == wIdle {
+			h.armLocked(q.holdBack - q.c.now())
+		}
 		q.sh.mu.Unlock()
 		return
 	}

@@ -24,9 +24,10 @@ type unlockOp struct {
 	p     future.Promise[struct{}]
 	c     *Client
 	sh    *shard
-	keys  []string // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
-	owner string   // <clientUUID>:<ownerID>
-	h     *hold    // the local hold, nil when this client records none for the owner
+	keys  []string  // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
+	owner string    // <clientUUID>:<ownerID>
+	h     *hold     // the local hold, nil when this client records none for the owner
+	next  *lockCall // the waiter of this client the release names (state wGranting: queue.takeNextLocked), or nil
 	// sync is the blocking Unlock this op is part of (nil for UnlockAsync and the package's own releases): its
 	// Relay is the op's driver, and its Get drives each attempt (a resend after a corrected count or a transport
 	// failure included).
@@ -124,6 +125,13 @@ func (op *unlockOp) beginLocked(h *hold) {
 		h.state = holdReleasing
 		h.stopTimerLocked()
 		h.releasing = op
+		if op.kind == kindPlain {
+			if q := op.sh.queues[op.keys[keyChannel]]; q != nil {
+				if op.next = q.takeNextLocked(); op.next != nil {
+					op.next.prefer = q.preferNextLocked()
+				}
+			}
+		}
 	}
 }
 
@@ -208,6 +216,16 @@ func (op *unlockOp) send() {
 	if op.kind == kindPlain {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
+		if next := op.next; next != nil {
+			op.sentAt = c.now() // the next waiter's lease, if the release grants it, counts from here
+			prefer := "0"
+			if next.prefer {
+				prefer = "1"
+			}
+			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+				unlockMessage, next.owner, next.entryArg(), next.nonceArg(), prefer, c.pub), op.callback())
+			return
+		}
 		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
 			unlockMessage, c.pub), op.callback())
 		return
@@ -259,7 +277,13 @@ func (op *unlockOp) releaseOutcome(v resp.Value) (released bool, err error, rese
 	switch {
 	case v.Type == resp.BulkString && !v.Null && op.kind == kindPlain:
 		op.handedOver = true
-		op.grantLocal(v)
+		if n, err := strconv.ParseUint(v.Str, 10, 64); err == nil && op.next != nil && op.next.hasNonce(n, v.Str) {
+			next := op.next
+			op.next = nil
+			next.grantedByRelease(op.sentAt)
+		} else {
+			op.grantLocal(v)
+		}
 		return true, nil, false
 	case v.Type == resp.Integer && v.Int == 2 && op.kind == kindPlain:
 		op.handedOver = true // to a waiter of another client
@@ -294,6 +318,7 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		if op.retry(err) {
 			return
 		}
+		op.resumeNext()
 		op.finish(false, op.c.mapErr(err))
 		return
 	}
@@ -303,11 +328,20 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		v = v.Elems[0]
 	}
 	released, rerr, resend := op.releaseOutcome(v)
+	op.resumeNext() // the release did not grant its next waiter (or it was settled above)
 	if resend {
 		op.send()
 		return
 	}
 	op.finish(released, rerr)
+}
+
+// resumeNext gives the waiter the release named back to waiting, when the release did not grant it.
+func (op *unlockOp) resumeNext() {
+	if next := op.next; next != nil {
+		op.next = nil
+		next.resumeAfterRelease()
+	}
 }
 
 // finish records the outcome locally, cancels the held context of a last hold, and completes the caller's future.

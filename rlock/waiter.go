@@ -40,9 +40,13 @@ import (
 // waitState is the life cycle of a waiter. Legal transitions, under the shard mutex of its object:
 //
 //	wNew        -> wAttempting  the first attempt is sent (a lock call may first wait for a release of its owner)
+//	wNew        -> wIdle        it joined the tail of a queue with waiters (no barging)
 //	wAttempting -> wIdle        refused: queued (or stays queued), waiting for a wake-up or its bound
 //	wIdle       -> wAttempting  woken: a message, its bound, the subscription confirmed, the head before it left;
 //	                            or granted by someone else's script (settled at once as an attempt's reply)
+//	wIdle       -> wGranting    an Unlock of this client names it as the release's next waiter (plain locks)
+//	wGranting   -> wAttempting  the release granted it (settled as an attempt's reply)
+//	wGranting   -> wIdle        the release did not grant it (the lock went to the queue's head, or was freed)
 //	any         -> wDone        granted, failed, or left (context ended, wait ran out, Close)
 type waitState uint8
 
@@ -50,6 +54,7 @@ const (
 	wNew waitState = iota
 	wIdle
 	wAttempting
+	wGranting
 	wDone
 )
 
@@ -132,7 +137,10 @@ type waiter struct {
 	queued     bool  // the server queued the call (a refusal said so): it must leave the queue if it gives up
 	// grantMsg: a grant to the call (a lock call) was announced while its attempt was in flight, so that attempt's
 	// refusal is a grant (lockqueue.go).
-	grantMsg       bool
+	grantMsg bool
+	// prefer: named as next waiter by a release of this client that may grant it before the queue's head
+	// (queue.preferNextLocked); set with wGranting.
+	prefer         bool
 	abandoned      error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
 	q              *queue
 	prev, next     *waiter
@@ -158,16 +166,23 @@ func (w *waiter) init(sh *shard, call waitCall, wait time.Duration) {
 }
 
 // startLocked begins a new call: it marks it attempting (and reports true: the caller sends the attempt after
-// releasing the shard mutex), or, when its object forbids barging past this client's waiters and the call could
-// queue, joins the tail of the local queue (and reports false). barge lets a call attempt whatever the rule (a
-// lock's re-entry, which would otherwise wait for its own owner). now is a clock reading taken just before, by the
-// caller (the call's start, when it starts at once): it stands for the attempt's sending time, saving a reading
-// on every acquire (an earlier sending time only moves the lease's local end earlier).
-//
-// Every lock that forbids barging now queues its waiters on the server (the plain and fenced locks: the attempt
-// itself queues the call when it is refused), so every call attempts at once.
+// releasing the shard mutex), or, when the call queues on the server and this client already has waiters for the
+// same lock, joins the tail of the local queue (and reports false) without a command: the client's first waiter
+// holds its place in the server's queue. barge lets a call attempt whatever the rule (a lock's re-entry, which
+// would otherwise wait for its own owner). now is a clock reading taken just before, by the caller (the call's
+// start, when it starts at once): it stands for the attempt's sending time, saving a reading on every acquire (an
+// earlier sending time only moves the lease's local end earlier).
 func (w *waiter) startLocked(barge bool, now time.Duration) bool {
-	_ = barge
+	if w.serverQueue && !barge && !w.noWait {
+		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
+			// Behind this client's waiters: the first of them speaks for the client on the server, and a
+			// release of this client passes the lock along them (queue.takeNextLocked).
+			w.sh.c.joinLocked(w)
+			w.state = wIdle
+			w.armLocked(0)
+			return false
+		}
+	}
 	w.beginAttemptAtLocked(now)
 	return true
 }
@@ -387,15 +402,20 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 		return leaveAction{empty: empty, unwatch: unwatch}
 	}
 	act := leaveAction{unwatch: unwatch}
-	if wasHead && q.head != nil && !w.serverQueue {
-		// (Waiters queued on the server keep their own bounds: the server's queue, not this one, orders them.)
+	if wasHead && q.head != nil {
 		nh := q.head
 		switch {
-		case nh.state != wIdle || q.key == "":
-			// Busy, or a timer-only waiter, which keeps its own bound.
+		case nh.state != wIdle || q.key == "" || nh.queued:
+			// Busy, or a timer-only waiter, or one queued on the server: each keeps its own bound.
 		case granted && w.exclusive:
+			// This client holds the lock now: its release names nh as the next waiter (lockqueue.go), bounded
+			// by the lease in case the holder vanishes.
 			nh.armLocked(w.call.(*lockCall).lease) // only locks are exclusive
-		case q.subscribed:
+		case w.serverQueue && q.holdBack > q.c.now():
+			nh.armLocked(q.holdBack - q.c.now())
+		case q.subscribed || w.serverQueue:
+			// (A lock waiter's attempt queues it on the server; a grant it may miss before the subscription is
+			// confirmed is claimed by the attempt the confirmation sends.)
 			nh.again = false
 			nh.beginAttemptLocked()
 			act.attempt = nh
@@ -497,7 +517,7 @@ func (w *waiter) abandon(err error, release bool) {
 	switch w.state {
 	case wIdle:
 		act = w.leaveLocked(false)
-	case wAttempting, wNew:
+	case wAttempting, wGranting, wNew:
 		if w.abandoned == nil {
 			w.abandoned = err
 		}
