@@ -404,7 +404,7 @@ func (lc *lockCall) fail(err error) bool {
 // undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's
 // timeout).
 func (lc *lockCall) undo(o outcome) {
-	lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, o.count)
+	lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, o.count, max(lc.lease, o.lease))
 }
 
 // giveBackResult releases the lock a blocking call was granted after it stopped waiting. Another completion won
@@ -425,16 +425,6 @@ func (lc *lockCall) left() {
 	}
 	if lc.lo.rules != nil {
 		lc.lo.rules.left(lc)
-	}
-}
-
-// lostInFlight releases what an attempt that failed ambiguously may have granted, when the owner id was made for
-// this call: a hold under it can only be that grant. Other owners' holds are left to their lease (a grant to an
-// owner that holds the lock already cannot be told from its other holds). Calls queued on the server leave the
-// queue instead (left), which releases such a grant too.
-func (lc *lockCall) lostInFlight() {
-	if lc.fresh {
-		lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, 1)
 	}
 }
 

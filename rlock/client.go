@@ -48,6 +48,7 @@ type Client struct {
 	wd         watchdog
 	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
 	grantCache         // queue entry arguments (lockqueue.go)
+	orphans    orphanCounts
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
@@ -60,14 +61,17 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu         sync.Mutex
-	c          *Client                                  // the client the shard belongs to
-	holds      map[holdKey]*hold                        // held locks, by name and hash field
-	queues     map[string]*queue                        // channels with waiters of this client
-	sleepers   *queue                                   // waiters woken by their timer alone (rate limiters)
-	watches    map[<-chan struct{}]*ctxWatch            // calls' contexts by Done channel (ctxwatch.go)
-	serial     map[holdKey]*holdSerial                  // owners' commands in flight (serial.go)
-	freeSerial *holdSerial                              // serial's unused entries, for reuse
-	_          [64 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	c          *Client                       // the client the shard belongs to
+	holds      map[holdKey]*hold             // held locks, by name and hash field
+	queues     map[string]*queue             // channels with waiters of this client
+	sleepers   *queue                        // waiters woken by their timer alone (rate limiters)
+	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
+	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
+	freeSerial *holdSerial                   // serial's unused entries, for reuse
+	// doubts are the holds the server may hold more times than recorded here, for their owner's callers do not
+	// believe in (orphan.go): their last Unlock reports what it finds left. Nil until one is doubted.
+	doubts map[*hold]struct{}
+	_      [128 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -184,6 +188,7 @@ func (c *Client) Close() error {
 			delete(sh.queues, key)
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
+		sh.doubts = nil
 		stops = sh.stopWatchesLocked(stops)
 		sh.mu.Unlock()
 	}
@@ -228,6 +233,14 @@ type Stats struct {
 	Held    int // locks held through this client (one per name and owner, whatever the hold count)
 	Waiters int // calls waiting: acquires queued behind another holder, permits and latches waited for
 	Queues  int // channels with waiters (each has one subscription)
+	// OrphansReleased counts, since the Client was created, the grants no caller held that the client released:
+	// grants an acquire may have made when its outcome was unknown (*OutcomeUnknownError), and grants that arrived
+	// for calls abandoned meanwhile. An unknown outcome that turned out not to be a grant is not counted.
+	OrphansReleased int64
+	// OrphansExpired counts, since the Client was created, such grants (made, or possibly made) that were left to
+	// their lease: the server did not answer before the lease passed, the Client was closed, or the owner was
+	// pinned with WithOwner and its holds could not be told apart.
+	OrphansExpired int64
 }
 
 // Stats returns a snapshot of the client's local lock state. It takes each shard's mutex briefly, so it costs
@@ -247,5 +260,6 @@ func (c *Client) Stats() Stats {
 		s.Waiters += sh.sleepers.n
 		sh.mu.Unlock()
 	}
+	s.OrphansReleased, s.OrphansExpired = c.orphans.released.Load(), c.orphans.expired.Load()
 	return s
 }

@@ -113,9 +113,11 @@
 // thus served in order, at one round trip per acquisition. To give waiters of other processes (which learn of
 // releases only from the channel) their chance, every 32nd consecutive hand-off of a lock is an ordinary release.
 //
-// A waiter whose context ends, or whose TryLock wait runs out — also while an attempt is in flight — leaves the
-// queue at once; if the lock was granted to it in flight, it is released (permits are given back). Context errors
-// are returned as they are (errors.Is(err, context.Canceled)), never as ErrNotAcquired.
+// A waiter whose context ends, or whose TryLock wait runs out, leaves the queue at once; if the lock was granted to
+// it in flight, it is released (permits are given back). Context errors are returned as they are
+// (errors.Is(err, context.Canceled)), never as ErrNotAcquired. A wait that runs out while an attempt is in flight
+// waits up to 250 ms more for that attempt's reply, which tells whether the lock was granted; without it, the call
+// returns an *OutcomeUnknownError (below).
 //
 // # Release and retries
 //
@@ -130,9 +132,18 @@
 // pipeline depth 64, median of 5 runs): 4.5 µs of server time per conditional release, 8.2 µs for the latch scheme
 // and 5.0 µs for Redisson's release without retry safety; the latch scheme also keeps one key (about 146 bytes)
 // per release in memory until it expires. The hand-off script is retry-safe in the
-// same way (its grant does not count twice). Acquires are not retried after an ambiguous failure (a grant would
-// count twice); when the owner was minted for that call, the client releases whatever the lost reply may have
-// granted.
+// same way (its grant does not count twice).
+//
+// Acquires are not retried after an ambiguous failure (a grant would count twice). The call returns an
+// *OutcomeUnknownError (errors.Is ErrOutcomeUnknown, and the transport's error, conn.ErrConnLost), never
+// ErrNotAcquired: the caller holds nothing, and the client releases whatever the lost reply may have granted —
+// an orphaned grant. That release is conditional too: it expects the owner's count with the grant (1 for an owner
+// made for the call; the recorded count plus one for a re-entry, which so also tells the client the owner's true
+// count), so a server that never ran the acquire changes nothing, and it is sent again after every failure until
+// the server answers or the grant's lease has passed. A re-entry's release goes before the owner's later commands.
+// An owner pinned with WithOwner may hold the lock through other Clients, whose holds cannot be told from the
+// grant: it is left to its lease, and the Unlock that ends the owner's holds here returns a *StillHeldError if the
+// server holds more. Stats counts orphaned grants released and left to expire, the Observer reports each (Orphan).
 //
 // # The lock family
 //

@@ -255,6 +255,9 @@ func (c *Client) dropLocked(sh *shard, h *hold) {
 	if k := h.key(); sh.holds[k] == h {
 		delete(sh.holds, k)
 	}
+	if sh.doubts != nil {
+		delete(sh.doubts, h)
+	}
 }
 
 // dropAll drops every local hold of the lock name whose kind is one of kinds, whoever the owner, as a force

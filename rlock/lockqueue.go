@@ -1,6 +1,7 @@
 package rlock
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -257,16 +258,25 @@ func (lc *lockCall) grantedByOther() outcome {
 func (lc *lockCall) leave() {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
+	ran := false // an attempt whose reply was lost may have run (and released a grant)
 	var try func()
 	try = func() {
 		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
 			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
-			if err == nil || c.closed.Load() {
+			if err == nil {
+				if v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
+					c.orphanSettled(lc.lo.name, lc.owner, true, nil) // a grant made to it was released
+				}
+				return
+			}
+			ran = ran || errors.Is(err, conn.ErrConnLost)
+			if c.closed.Load() {
 				return
 			}
 			if c.now() >= give {
 				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
 					"lock", lc.lo.name, "owner", lc.owner, "err", err)
+				c.orphanSettled(lc.lo.name, lc.owner, false, err) // a grant to it, if any, too
 				return
 			}
 			c.after(c.cfg.RetryDelay, func(closed bool) {

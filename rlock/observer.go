@@ -21,6 +21,9 @@ type Observer interface {
 	RenewalBatch(RenewalEvent)
 	// Lost is called when a held lock was lost (a renewal found it gone) or its lease expired locally.
 	Lost(LostEvent)
+	// Orphan is called when a grant no caller holds (an acquire whose outcome was unknown, or one abandoned while
+	// it was granted) was released, or left to its lease.
+	Orphan(OrphanEvent)
 }
 
 // AcquiredEvent describes one successful acquisition.

@@ -122,4 +122,13 @@ func (pc *permitCall[T]) giveBackResult() {
 func (pc *permitCall[T]) left()         {}
 func (pc *permitCall[T]) lostInFlight() {}
 
+// unknownOutcome keeps the cause of a permit call: its permits are not taken back (see the callers' docs), and a
+// wait that ran out is ErrNotAcquired.
+func (pc *permitCall[T]) unknownOutcome(cause error) error {
+	if cause == errWaitInFlight {
+		return ErrNotAcquired
+	}
+	return cause
+}
+
 var _ waitCall = (*permitCall[struct{}])(nil)

@@ -25,6 +25,7 @@ func (s *stubCall) undo(outcome)                       {}
 func (s *stubCall) giveBackResult()                    {}
 func (s *stubCall) left()                              {}
 func (s *stubCall) lostInFlight()                      {}
+func (s *stubCall) unknownOutcome(cause error) error   { return cause }
 func (s *stubCall) permits() int64                     { return max(s.need, 1) }
 
 // testQueue builds a subscribed queue of waiters needing the given permits, all idle except those marked busy

@@ -88,7 +88,7 @@ func TestReleaseOutcome(t *testing.T) {
 				op.expect, tc.released, tc.resend, tc.err, tc.expectAfter)
 		}
 	}
-	op := &unlockOp{expect: 1, adopted: true}
+	op := &unlockOp{expect: 1, from: expectAdopted}
 	if _, err, resend := op.releaseOutcome(num(-4)); resend || !errors.Is(err, ErrNotHeld) {
 		t.Errorf("second mismatch: resend %v err %v, want ErrNotHeld without resend", resend, err)
 	}

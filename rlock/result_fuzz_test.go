@@ -108,12 +108,16 @@ func checkReleaseOutcome(t *testing.T, v resp.Value) {
 			for _, adopted := range []bool{false, true} {
 				// kindFair: the plain lock's release also hands over to its waiters (a bulk-string nonce, 2),
 				// which needs a client; every kind reads the rest of the reply alike.
-				op := &unlockOp{kind: kindFair, expect: expect, retried: retried, adopted: adopted}
+				from := expectRecorded
+				if adopted {
+					from = expectAdopted
+				}
+				op := &unlockOp{kind: kindFair, expect: expect, retried: retried, from: from}
 				released, err, resend := op.releaseOutcome(v)
 				if released && err != nil {
 					t.Fatalf("releaseOutcome(%+v) with %+v: released and %v", v, op, err)
 				}
-				if resend && (released || err != nil || adopted || !op.adopted) {
+				if resend && (released || err != nil || adopted || op.from != expectAdopted) {
 					t.Fatalf("releaseOutcome(%+v) with expect %d retried %v adopted %v: resend %v released %v err %v",
 						v, expect, retried, adopted, resend, released, err)
 				}

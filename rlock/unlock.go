@@ -41,16 +41,28 @@ type unlockOp struct {
 	readLeft time.Duration
 
 	kind        holdKind
-	hasReadLeft bool  // readLeft was reported
-	handedOver  bool  // the release granted the lock to a queued waiter (of this client or another)
-	final       bool  // releases the last local hold: h is holdReleasing
-	retried     bool  // an earlier attempt may have run on the server
-	adopted     bool  // expect was corrected from the server's count once
-	attempts    uint8 // retries made
+	hasReadLeft bool         // readLeft was reported
+	handedOver  bool         // the release granted the lock to a queued waiter (of this client or another)
+	final       bool         // releases the last local hold: h is holdReleasing
+	retried     bool         // an earlier attempt may have run on the server
+	from        expectSource // where expect came from
+	attempts    uint8        // retries made
 	// observed: an acquire of the same owner found this op in flight or queued and waits for its future
 	// (serial.go), so the op is not recycled. Guarded by the shard mutex.
 	observed bool
 }
+
+// expectSource says where an unlockOp's expected count came from, and so how a reply with another count is read.
+type expectSource uint8
+
+const (
+	expectRecorded expectSource = iota // the count this client recorded
+	// expectAdopted: corrected once from the server's count (the owner holds the lock through another client too).
+	expectAdopted
+	// expectLostGrant: the release of a re-entry whose outcome was unknown, expecting the recorded count plus that
+	// grant (orphan.go); another count is never adopted: it shows that the grant was not made.
+	expectLostGrant
+)
 
 // syncUnlockOp is the unlockOp of a blocking Unlock with the Relay its Get drives (unlockOp.sync points at it),
 // so that a sequential caller reads the release's reply itself (see syncLockCall). It is recycled (recycle.go).
@@ -142,25 +154,19 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false).p.Future().OnComplete(func(_ struct{}, err error) {
-		if err != nil && !errors.Is(err, ErrClosed) {
-			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
-				"lock", h.name, "owner", h.owner, "err", err)
-		}
-	})
-}
-
-// releaseOrphan releases count holds of kind granted to owner that no hold records (the client closed meanwhile,
-// the timer refused the hold's timeout, or a fresh owner's attempt failed ambiguously). Errors are logged.
-func (c *Client) releaseOrphan(kind holdKind, name, owner string, count int64) {
-	if c.closed.Load() {
-		return
-	}
-	s, keys, args := c.releaseCmd(kind, c.releaseKeys(kind, name, owner), owner, count, c.cfg.watchdogMillis)
-	c.conn.Eval(background, s, keys, args...).OnComplete(func(_ resp.Value, err error) {
-		if err != nil {
-			c.log.Warn("rlock: releasing an orphaned grant failed; it ends with its lease",
-				"lock", name, "owner", owner, "err", err)
+	lease := h.lease
+	op := c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false)
+	op.p.Future().OnComplete(func(_ struct{}, err error) {
+		switch {
+		case err == nil:
+			c.orphanSettled(h.name, h.owner, true, nil)
+		case errors.Is(err, ErrNotHeld):
+			// Gone already (expired, force-unlocked): nothing to release.
+		case op.expect > 0 && (errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrUnavailable)):
+			// Its retries ran out: go on until the server answers or the grant's lease has passed.
+			c.releaseOrphan(h.kind, h.name, h.owner, op.expect, lease)
+		default:
+			c.orphanSettled(h.name, h.owner, false, err)
 		}
 	})
 }
@@ -250,6 +256,9 @@ func (op *unlockOp) callback() func(resp.Value, error) {
 // then changes nothing).
 func (op *unlockOp) retry(err error) bool {
 	c := op.c
+	if op.from == expectLostGrant {
+		return op.retryLostGrant(err)
+	}
 	if c.closed.Load() || int(op.attempts) >= c.cfg.RetryAttempts {
 		return false
 	}
@@ -299,10 +308,10 @@ func (op *unlockOp) releaseOutcome(v resp.Value) (released bool, err error, rese
 		if op.retried {
 			return false, nil, false // an earlier attempt decremented it
 		}
-		if !op.adopted {
+		if op.from == expectRecorded {
 			// The owner holds a different count than this client recorded (it also holds the lock through
 			// another client): release one of the holds the server has.
-			op.adopted = true
+			op.from = expectAdopted
 			op.expect = -v.Int
 			return false, nil, true
 		}
@@ -318,6 +327,10 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		if op.retry(err) {
 			return
 		}
+		if op.from == expectLostGrant {
+			op.finishLostGrant(grantNotMade, op.c.mapErr(err))
+			return
+		}
 		op.resumeNext()
 		op.finish(false, op.c.mapErr(err))
 		return
@@ -326,6 +339,10 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		// [0, left]: one read hold released, the owner keeps others, the longest of which lasts left ms more.
 		op.readLeft, op.hasReadLeft = time.Duration(v.Elems[1].Int)*time.Millisecond, true
 		v = v.Elems[0]
+	}
+	if op.from == expectLostGrant {
+		op.finishLostGrant(op.lostGrantOutcome(v))
+		return
 	}
 	released, rerr, resend := op.releaseOutcome(v)
 	op.resumeNext() // the release did not grant its next waiter (or it was settled above)
@@ -365,6 +382,16 @@ func (op *unlockOp) finish(released bool, err error) {
 			cause = ErrReleased
 			if errors.Is(err, ErrNotHeld) {
 				cause = ErrLockLost
+			}
+			if sh.doubts != nil {
+				if _, doubted := sh.doubts[h]; doubted {
+					delete(sh.doubts, h)
+					if err == nil && !released && op.from == expectAdopted {
+						// The server held more than recorded, and this client does not know them all to be
+						// another client's: the owner's callers end their holds, the server keeps some.
+						err = &StillHeldError{Name: h.name, Owner: h.owner, Holds: op.expect - 1}
+					}
+				}
 			}
 		case h.state != holdHeld:
 		case err == nil:

@@ -58,6 +58,11 @@ const (
 	wDone
 )
 
+// inFlightGrace is how long a call whose wait ran out waits for the reply of its attempt in flight: a reply that
+// comes within it settles the call as usual (a refusal is ErrNotAcquired, a grant a success); without one, the
+// call ends with an unknown outcome (*OutcomeUnknownError) and a late grant is released.
+const inFlightGrace = 250 * time.Millisecond
+
 // recheckBound bounds a wait that nothing else bounds: a lock key without expiry (PTTL -1: written by something
 // else than a lock client), a semaphore or latch (no lease to wait for), a queue whose subscription is not
 // confirmed yet. The head of such a queue attempts again this often; nobody else does.
@@ -86,8 +91,12 @@ type waitCall interface {
 	giveBackResult()
 	// left tells the server that the call gave up without a grant (the fair lock's queue); most calls do nothing.
 	left()
-	// lostInFlight reacts to an attempt that failed after it may have run on the server (conn.ErrConnLost).
+	// lostInFlight reacts to an attempt that failed after it may have run on the server (conn.ErrConnLost): it
+	// leaves the server's queues and takes back what the attempt may have been granted.
 	lostInFlight()
+	// unknownOutcome is the error of the call when the outcome of its attempt is unknown: cause is the transport's
+	// error, or errWaitInFlight when the call's wait ran out while the attempt was in flight.
+	unknownOutcome(cause error) error
 	// permits is how many permits the call takes (semaphores: see wakePermits); 1 for everything else.
 	permits() int64
 }
@@ -224,20 +233,25 @@ func (w *waiter) settle(o outcome, _ bool) {
 			return
 		}
 		act := w.leaveLocked(false)
-		failWith := o.err
-		if w.abandoned != nil {
-			failWith = w.abandoned
+		ambiguous := errors.Is(o.err, conn.ErrConnLost)
+		failWith := c.mapErr(o.err)
+		switch {
+		case w.abandoned != nil:
+			failWith = w.abandoned // the future failed with it already
+		case ambiguous:
+			failWith = w.call.unknownOutcome(o.err)
 		}
-		left := w.queued || (w.serverQueue && errors.Is(o.err, conn.ErrConnLost))
+		queued := w.queued
 		sh.mu.Unlock()
 		act.run()
-		if left || !w.serverQueue {
+		// The caller learns the outcome only once the server's queue was told, and a lost grant's release begun.
+		switch {
+		case ambiguous:
+			w.call.lostInFlight()
+		case queued || !w.serverQueue:
 			w.call.left()
 		}
-		w.call.fail(c.mapErr(failWith))
-		if !w.serverQueue && errors.Is(o.err, conn.ErrConnLost) {
-			w.call.lostInFlight()
-		}
+		w.call.fail(failWith)
 		return
 	}
 	if o.granted {
@@ -349,11 +363,16 @@ func (w *waiter) retryLocked(err error) bool {
 		}
 		w.sh.mu.Lock()
 		ok := w.state == wAttempting
+		abandoned := w.abandoned != nil
 		if ok {
 			w.sentAt = c.now()
 		}
 		w.sh.mu.Unlock()
-		if ok {
+		switch {
+		case ok && abandoned:
+			// Abandoned meanwhile: the attempt that failed was never sent, so the call ends as refused.
+			w.settle(outcome{bound: time.Millisecond}, false)
+		case ok:
 			w.call.send()
 		}
 	})
@@ -488,7 +507,17 @@ func (w *waiter) Run(t *timer.Timeout) {
 		return
 	}
 	w.tm = nil
-	if w.deadline != 0 && w.sh.c.now() >= w.deadline {
+	if now := w.sh.c.now(); w.deadline != 0 && now >= w.deadline {
+		if (w.state == wAttempting || w.state == wGranting) && now < w.deadline+inFlightGrace && w.abandoned == nil {
+			// An attempt (or a release naming the call) is in flight: its reply, due any moment from a server that
+			// answers, tells whether the call was granted. Wait for it a little, so that a wait ending during a
+			// round trip is not reported as an unknown outcome.
+			if tm, err := w.sh.c.timer.NewTimeout(w, w.deadline+inFlightGrace-now); err == nil {
+				w.tm, w.tmDeadline = tm, false
+				sh.mu.Unlock()
+				return
+			}
+		}
 		sh.mu.Unlock()
 		w.abandon(ErrNotAcquired, false)
 		return
@@ -514,6 +543,7 @@ func (w *waiter) abandon(err error, release bool) {
 	sh.mu.Lock()
 	var act leaveAction
 	idle := w.state == wIdle
+	inFlight := w.state == wAttempting || w.state == wGranting
 	switch w.state {
 	case wIdle:
 		act = w.leaveLocked(false)
@@ -527,6 +557,12 @@ func (w *waiter) abandon(err error, release bool) {
 	act.run()
 	if idle {
 		w.call.left()
+	}
+	if inFlight && errors.Is(err, ErrNotAcquired) {
+		// The wait ran out and the attempt in flight (or a release of this client naming the call) was not
+		// answered within inFlightGrace: the caller holds nothing, but whether the server granted the lock is not
+		// known. Its reply settles that later (a grant is given back, a lost reply's grant released: orphan.go).
+		err = w.call.unknownOutcome(errWaitInFlight)
 	}
 	if w.call.fail(err) || !release {
 		return
