@@ -420,7 +420,7 @@ func (lc *lockCall) giveBackResult() {
 // meanwhile); a fair-lock waiter leaves its kind's queue.
 func (lc *lockCall) left() {
 	if lc.serverQueue {
-		lc.leave()
+		lc.leave(false)
 		return
 	}
 	if lc.lo.rules != nil {

@@ -68,9 +68,9 @@ type shard struct {
 	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
 	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
 	freeSerial *holdSerial                   // serial's unused entries, for reuse
-	// doubts are the holds the server may hold more times than recorded here, for their owner's callers do not
-	// believe in (orphan.go): their last Unlock reports what it finds left. Nil until one is doubted.
-	doubts map[*hold]struct{}
+	// doubts are the holds the server may hold more times than recorded here, for grants their owner's callers do
+	// not believe in (orphan.go): their last Unlock releases or reports what it finds left. Nil until one is.
+	doubts map[*hold]doubt
 	_      [128 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
 }
 

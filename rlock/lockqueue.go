@@ -254,8 +254,9 @@ func (lc *lockCall) grantedByOther() outcome {
 
 // leave takes lc's entry out of the server's queue after lc gave up without a grant (or its attempt's outcome is
 // unknown), and releases a grant made to it meanwhile. Retried on transport failures until it is confirmed, or the
-// entry and any grant to it have expired by themselves.
-func (lc *lockCall) leave() {
+// entry and any grant to it have expired by themselves. later sends the first attempt after RetryDelay too: after an
+// attempt whose outcome is unknown, which the server may not have read yet (orphan.go).
+func (lc *lockCall) leave(later bool) {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
 	ran := false // an attempt whose reply was lost may have run (and released a grant)
@@ -286,7 +287,13 @@ func (lc *lockCall) leave() {
 			})
 		})
 	}
-	try()
+	if !later || !c.after(c.cfg.RetryDelay, func(closed bool) {
+		if !closed {
+			try()
+		}
+	}) {
+		try()
+	}
 }
 
 // entryArgOrWake is the entry argument lc was queued with (a try that failed ambiguously was never queued; its

@@ -18,7 +18,9 @@ import (
 // abandoned meanwhile (its context ended, its wait ran out). The client takes every orphan back: the release is
 // conditional on the owner's hold count (see "Release and retries" in the package documentation), so it is safe
 // to send again after any failure, and it is sent again until the server answers it or the grant's lease has
-// passed, whichever comes first — a grant that was never made is then found absent and nothing changes. The caller
+// passed, whichever comes first — a grant that was never made is then found absent and nothing changes. Its first
+// attempt, too, waits RetryDelay, as any retry: the server may not have read yet what the dropped connection had
+// written before it closed, and the release must come after the acquire it takes back. The caller
 // of a call whose outcome is unknown gets an *OutcomeUnknownError, never ErrNotAcquired: it holds nothing, and the
 // client is releasing what it may have been granted.
 //
@@ -162,7 +164,15 @@ func (c *Client) releaseOrphan(kind holdKind, name, owner string, expect int64, 
 	}
 	o := &orphanRelease{c: c, kind: kind, name: name, owner: owner, expect: expect, until: c.now() + lease,
 		keys: c.releaseKeys(kind, name, owner)}
-	o.send()
+	if !c.after(c.cfg.RetryDelay, func(closed bool) {
+		if closed {
+			c.orphanSettled(name, owner, false, ErrClosed)
+			return
+		}
+		o.send()
+	}) {
+		o.send()
+	}
 }
 
 // orphanRelease is one releaseOrphan in progress.
@@ -239,13 +249,20 @@ func (lc *lockCall) unknownOutcome(cause error) error {
 		Err: cause}
 }
 
-// pinned reports whether lc's owner was pinned with WithOwner (other Clients may hold as it).
+// pinned reports whether lc's owner is one this Client did not make (pinned with WithOwner, also through the held
+// context of such an acquire): other Clients may hold as it.
 func (lc *lockCall) pinned() bool {
-	if lc.fresh || lc.ctx == nil {
+	return !lc.fresh && !lc.sh.c.madeOwner(lc.owner)
+}
+
+// madeOwner reports whether owner is an id this Client made (mintOwnerID). Another Client acts as it only if a
+// caller pinned it there explicitly.
+func (c *Client) madeOwner(owner string) bool {
+	if len(owner) <= len(c.id) || owner[len(c.id)] != ':' || owner[:len(c.id)] != c.id {
 		return false
 	}
-	_, ok := lc.ctx.Value(ownerKey{}).(pinnedOwner)
-	return ok
+	n, err := strconv.ParseUint(owner[len(c.id)+1:], 10, 64)
+	return err == nil && n > mintedOwnerBase && n <= mintedOwnerBase+c.nextOwner.Load()
 }
 
 // lostInFlight takes back what an attempt of lc that failed ambiguously may have left on the server: its entry in
@@ -255,7 +272,7 @@ func (lc *lockCall) lostInFlight() {
 	c := lc.sh.c
 	switch {
 	case lc.serverQueue:
-		lc.leave() // releases a grant to an owner made for the call, and one announced to the call
+		lc.leave(true) // releases a grant to an owner made for the call, and one announced to the call
 	case lc.lo.rules != nil:
 		lc.lo.rules.left(lc)
 	}
@@ -266,7 +283,7 @@ func (lc *lockCall) lostInFlight() {
 		}
 	case lc.pinned():
 		c.orphanSettled(lc.lo.name, lc.owner, false, errPinnedOrphan)
-		lc.doubtHold()
+		lc.doubtHold(doubtShared)
 	default:
 		lc.releaseLostGrant()
 	}
@@ -275,24 +292,43 @@ func (lc *lockCall) lostInFlight() {
 // errPinnedOrphan says why a grant to a pinned owner is left to its lease.
 var errPinnedOrphan = errors.New("rlock: the owner is pinned (WithOwner): a grant cannot be told from its other holds")
 
-// doubtHold records that the server may hold lc's lock for lc's owner once more than this Client counts (a pinned
-// owner's re-entry whose outcome is unknown), so that the Unlock that ends the owner's holds here reports holds
-// left on the server.
-func (lc *lockCall) doubtHold() {
+// doubt says whose the holds are that the server may have beyond a hold's recorded count (shard.doubts).
+type doubt uint8
+
+const (
+	// doubtOwned: orphaned grants of this client (its owner's re-entry whose release could not be confirmed): the
+	// Unlock that ends the owner's holds here releases them too.
+	doubtOwned doubt = iota + 1
+	// doubtShared: a pinned owner's re-entry whose outcome is unknown, which cannot be told from other Clients'
+	// holds as the same owner: that Unlock reports what it finds left (StillHeldError).
+	doubtShared
+)
+
+// doubtHold records d for the hold lc's owner has of lc's lock, if any.
+func (lc *lockCall) doubtHold(d doubt) {
 	sh := lc.sh
 	sh.mu.Lock()
 	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
-		sh.doubtLocked(h)
+		sh.doubtLocked(h, d)
 	}
 	sh.mu.Unlock()
 }
 
-// doubtLocked marks h as possibly held more times on the server than recorded. The shard mutex is held.
-func (sh *shard) doubtLocked(h *hold) {
+// doubtLocked records that the server may hold h more times than recorded, by d (shared wins: those holds cannot
+// all be released). The shard mutex is held.
+func (sh *shard) doubtLocked(h *hold, d doubt) {
 	if sh.doubts == nil {
-		sh.doubts = make(map[*hold]struct{})
+		sh.doubts = make(map[*hold]doubt)
 	}
-	sh.doubts[h] = struct{}{}
+	sh.doubts[h] = max(sh.doubts[h], d)
+}
+
+// doubtOfLocked returns h's doubt, 0 when there is none. The shard mutex is held.
+func (sh *shard) doubtOfLocked(h *hold) doubt {
+	if sh.doubts == nil {
+		return 0
+	}
+	return sh.doubts[h]
 }
 
 // releaseLostGrant releases the grant an ambiguous attempt of lc, whose owner is a held context's of this Client,
@@ -309,7 +345,7 @@ func (lc *lockCall) releaseLostGrant() {
 	}
 	h.count++ // the grant, if it was made; the release takes it back
 	op := &unlockOp{c: c, sh: sh, kind: h.kind, owner: h.owner, keys: c.releaseKeys(h.kind, h.name, h.owner),
-		from: expectLostGrant}
+		from: expectLostGrantUnsent}
 	if sh.busyLocked(h) {
 		s := sh.serialOfLocked(h.key())
 		s.waiting = append([]*unlockOp{op}, s.waiting...)
@@ -319,6 +355,19 @@ func (lc *lockCall) releaseLostGrant() {
 	op.beginLocked(h)
 	sh.mu.Unlock()
 	op.send()
+}
+
+// sendLater sends the first attempt of a lost grant's release (op.from == expectLostGrantUnsent) after
+// RetryDelay, and reports whether it scheduled it (false: send now).
+func (op *unlockOp) sendLater() bool {
+	op.from = expectLostGrant
+	return op.c.after(op.c.cfg.RetryDelay, func(closed bool) {
+		if closed {
+			op.finishLostGrant(grantNotMade, ErrClosed)
+			return
+		}
+		op.send()
+	})
 }
 
 // lostGrant is what the release of a lost re-entry grant found.
@@ -358,7 +407,7 @@ func (op *unlockOp) lostGrantOutcome(v resp.Value) (lostGrant, error) {
 		case held < int64(h.count):
 			h.count = int32(held)
 		case held > int64(h.count):
-			op.sh.doubtLocked(h)
+			op.sh.doubtLocked(h, doubtOwned)
 		}
 		op.sh.mu.Unlock()
 	}
@@ -369,15 +418,22 @@ func (op *unlockOp) lostGrantOutcome(v resp.Value) (lostGrant, error) {
 }
 
 // retryLostGrant schedules a resend of a lost re-entry grant's release after a transport failure, for as long as
-// the owner's hold is held here and its lease has not passed locally, and reports whether it did.
+// the owner's hold is held here and its lease has not passed locally — but no more than RetryAttempts times once a
+// release of the owner waits behind it: the grant is then doubted, and the Unlock that ends the owner's holds
+// releases it with them. It reports whether it did.
 func (op *unlockOp) retryLostGrant(err error) bool {
 	sh := op.sh
 	sh.mu.Lock()
 	held, until := op.h.state == holdHeld, op.h.expireAt()
+	waited := false
+	if s := sh.serial[op.h.key()]; s != nil && len(s.waiting) > 0 {
+		waited = true
+	}
 	sh.mu.Unlock()
-	if !held || !retryOrphan(op.c, err, until, op.send) {
+	if !held || (waited && int(op.attempts) >= op.c.cfg.RetryAttempts) || !retryOrphan(op.c, err, until, op.send) {
 		return false
 	}
+	op.attempts++
 	op.retried = op.retried || errors.Is(err, conn.ErrConnLost)
 	return true
 }
@@ -400,8 +456,9 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 		c.dropLocked(sh, h)
 		lostCause = ErrLockLost
 	case err != nil:
-		sh.doubtLocked(h)
+		sh.doubtLocked(h, doubtOwned)
 	}
+	stillHeld := h.state == holdHeld
 	var next []*unlockOp
 	if len(sh.serial) != 0 {
 		next = sh.nextReleasesLocked(h.key())
@@ -413,11 +470,27 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 	switch {
 	case g != grantNotMade:
 		c.orphanSettled(h.name, h.owner, true, nil)
-	case err != nil && !errors.Is(err, ErrNotHeld):
+	case err != nil && !errors.Is(err, ErrNotHeld) && !stillHeld:
 		c.orphanSettled(h.name, h.owner, false, err)
 	}
+	// A hold still held is doubted: the Unlock that ends it releases the grant, and counts it (orphansLeft).
 	op.p.Complete(struct{}{}, err)
 	for _, op := range next {
 		op.send()
 	}
+}
+
+// orphansLeft reports whether the holds the server still has after op, the release of its owner's last hold here,
+// are orphaned grants of this client (doubtOwned) that op should release too.
+func (op *unlockOp) orphansLeft() bool {
+	sh := op.sh
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if op.h == nil || op.expect <= 1 || sh.doubtOfLocked(op.h) != doubtOwned {
+		return false
+	}
+	sh.mu.Unlock()
+	op.c.orphanSettled(op.h.name, op.h.owner, true, nil) // released by the resend that follows
+	sh.mu.Lock()
+	return true
 }

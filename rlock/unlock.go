@@ -62,6 +62,9 @@ const (
 	// expectLostGrant: the release of a re-entry whose outcome was unknown, expecting the recorded count plus that
 	// grant (orphan.go); another count is never adopted: it shows that the grant was not made.
 	expectLostGrant
+	// expectLostGrantUnsent: such a release whose first attempt is still to be sent: it goes after RetryDelay, as
+	// any retry (orphan.go), and is expectLostGrant from then on.
+	expectLostGrantUnsent
 )
 
 // syncUnlockOp is the unlockOp of a blocking Unlock with the Relay its Get drives (unlockOp.sync points at it),
@@ -216,6 +219,9 @@ func (c *Client) leaseArg(d time.Duration) string {
 // the transport reads the reply by itself; the reply is read once and the callback registered once either way.
 func (op *unlockOp) send() {
 	c := op.c
+	if op.from == expectLostGrantUnsent && op.sendLater() {
+		return
+	}
 	if !op.final {
 		op.sentAt = c.now() // what a partial release re-arms is counted from here; a last release re-arms nothing
 	}
@@ -346,6 +352,12 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 	}
 	released, rerr, resend := op.releaseOutcome(v)
 	op.resumeNext() // the release did not grant its next waiter (or it was settled above)
+	if !resend && op.final && !released && rerr == nil && op.from == expectAdopted && op.orphansLeft() {
+		// The owner's last hold here, and the server holds more: orphaned grants of this client (a re-entry whose
+		// outcome was unknown). Release them too, one conditional release at a time.
+		op.expect--
+		resend = true
+	}
 	if resend {
 		op.send()
 		return
@@ -383,14 +395,12 @@ func (op *unlockOp) finish(released bool, err error) {
 			if errors.Is(err, ErrNotHeld) {
 				cause = ErrLockLost
 			}
-			if sh.doubts != nil {
-				if _, doubted := sh.doubts[h]; doubted {
-					delete(sh.doubts, h)
-					if err == nil && !released && op.from == expectAdopted {
-						// The server held more than recorded, and this client does not know them all to be
-						// another client's: the owner's callers end their holds, the server keeps some.
-						err = &StillHeldError{Name: h.name, Owner: h.owner, Holds: op.expect - 1}
-					}
+			if d := sh.doubtOfLocked(h); d != 0 {
+				delete(sh.doubts, h)
+				if d == doubtShared && err == nil && !released && op.from == expectAdopted {
+					// The server held more than recorded, and they may be another client's holds as the pinned
+					// owner: the owner's callers here end their holds, the server keeps those.
+					err = &StillHeldError{Name: h.name, Owner: h.owner, Holds: op.expect - 1}
 				}
 			}
 		case h.state != holdHeld:

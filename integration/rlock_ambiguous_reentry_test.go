@@ -1,0 +1,180 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/faultproxy"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// Ambiguous re-entry: Lock(held) is written, the server counts the hold (or never sees it), and the reply is lost.
+// The client must learn the true count, and the Unlock that ends the caller's belief must leave no hold of that
+// owner behind — or say that the server still holds it, and how many times.
+
+// reentryRig is a client behind a proxy, holding the lock "re" once.
+type reentryRig struct {
+	srv  *redistest.Server
+	px   *faultproxy.Proxy
+	c    *rlock.Client
+	l    *rlock.Lock
+	ctx  context.Context
+	held context.Context
+}
+
+// newReentryRig starts the rig; cfg sets the retries (the release of a lost grant waits RetryDelay: at 500 ms, long
+// enough for a test to see the server's count first).
+func newReentryRig(t *testing.T, pinned bool, cfg rlock.Config) *reentryRig {
+	t.Helper()
+	r := &reentryRig{srv: redistest.Start(t)}
+	r.px = faultproxy.Start(t, r.srv.Addr())
+	cfg.Conn = conn.Config{Addr: r.px.Addr(), ResponseTimeout: time.Second}
+	c, err := rlock.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	r.c, r.l, r.ctx = c, c.Lock("re"), ctxT(t, 30*time.Second)
+	warmScripts(t, c, r.ctx)
+	acq := r.ctx
+	if pinned {
+		acq = rlock.WithOwner(r.ctx, "7")
+	}
+	if r.held, err = r.l.Lock(acq); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// serverCount is the hold count the server has for the holder's owner ("" when none).
+func (r *reentryRig) serverCount(t *testing.T) string {
+	t.Helper()
+	return hgetall(t, r.srv, "re")[mustOwner(t, r.held)]
+}
+
+// reenterLost re-enters while fault keeps the reply from arriving, and checks the error.
+func (r *reentryRig) reenterLost(t *testing.T, fault faultproxy.Direction, releasing bool) {
+	t.Helper()
+	r.px.Stall(fault)
+	_, err := r.l.Lock(r.held)
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !errors.Is(err, conn.ErrConnLost) || ou.Releasing != releasing {
+		t.Fatalf("re-entry = %v, want an *OutcomeUnknownError (Releasing %v) matching conn.ErrConnLost", err, releasing)
+	}
+}
+
+// unlockFrees unlocks once and checks that nothing is left on the server and the held context ended.
+func (r *reentryRig) unlockFrees(t *testing.T) {
+	t.Helper()
+	if err := r.l.Unlock(r.held); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "re"); err != nil || n != 0 {
+		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "re"))
+	}
+	if cause := context.Cause(r.held); !errors.Is(cause, rlock.ErrReleased) {
+		t.Fatalf("held context: cause %v, want ErrReleased", cause)
+	}
+	if s := r.c.Stats(); s.Held != 0 || s.OrphansExpired != 0 {
+		t.Fatalf("Stats = %+v", s)
+	}
+}
+
+// The re-entry ran (the server counted 2): the client releases that grant and learns the count is 1 again.
+func TestAmbiguousReentryThatRanIsTakenBack(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 500 * time.Millisecond})
+	r.reenterLost(t, faultproxy.Downstream, true)
+	if got := r.serverCount(t); got != "2" {
+		t.Fatalf("server count %q, want 2: the re-entry did not run", got)
+	}
+	r.px.Restore()
+	eventually(t, 5*time.Second, "the lost re-entry to be released", func() bool { return r.serverCount(t) == "1" })
+	if n, err := r.l.HoldCount(r.held); err != nil || n != 1 {
+		t.Fatalf("HoldCount = %d, %v after the lost re-entry was taken back; want 1", n, err)
+	}
+	if s := r.c.Stats(); s.OrphansReleased != 1 {
+		t.Fatalf("Stats = %+v, want one orphan released", s)
+	}
+	r.unlockFrees(t)
+}
+
+// The re-entry is held up in the proxy until after the client gave up on it, then runs: the release of the lost
+// grant, sent after the retry delay, comes after it and takes it back.
+func TestAmbiguousReentryThatRunsLateIsTakenBack(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 500 * time.Millisecond})
+	r.reenterLost(t, faultproxy.Upstream, true)
+	r.px.Restore() // the held-up re-entry goes through now
+	eventually(t, 5*time.Second, "the late re-entry to be released", func() bool {
+		return r.serverCount(t) == "1" && r.c.Stats().OrphansReleased == 1
+	})
+	r.unlockFrees(t)
+}
+
+// The re-entry never reaches the server (dropped with its connection in the proxy): the release of the lost grant
+// finds the recorded count and changes nothing.
+func TestAmbiguousReentryThatNeverRanChangesNothing(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 500 * time.Millisecond})
+	r.reenterLost(t, faultproxy.Upstream, true)
+	r.px.DropAll() // with the re-entry still held up in it
+	r.px.Restore()
+	if got := r.serverCount(t); got != "1" {
+		t.Fatalf("server count %q, want 1", got)
+	}
+	r.unlockFrees(t)
+}
+
+// The caller unlocks at once, while the releases cannot get through: the release of the lost grant gives up after
+// its retries (a release of the owner waits behind it), and the Unlock that ends the caller's belief releases the
+// orphaned hold with the caller's once requests flow.
+func TestUnlockRightAfterAnAmbiguousReentryLeavesNothing(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 100 * time.Millisecond, RetryAttempts: 1})
+	r.reenterLost(t, faultproxy.Downstream, true) // the re-entry ran: the server counts 2
+	r.px.Restore()
+	r.px.Stall(faultproxy.Upstream) // from now on nothing reaches the server
+	done := make(chan error, 1)
+	go func() { done <- r.l.Unlock(r.held) }() // owned by the test: returns with the Unlock
+	time.Sleep(2500 * time.Millisecond)        // the fault lasts 2.5 s: the releases sent meanwhile time out
+	r.px.DropAll()                             // what is held up never runs
+	r.px.Restore()
+	if err := <-done; err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "re"); err != nil || n != 0 {
+		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "re"))
+	}
+	if cause := context.Cause(r.held); !errors.Is(cause, rlock.ErrReleased) {
+		t.Fatalf("held context: cause %v, want ErrReleased", cause)
+	}
+	if s := r.c.Stats(); s.Held != 0 {
+		t.Fatalf("Stats = %+v", s)
+	}
+}
+
+// A pinned owner may hold the lock through other Clients too: the lost grant cannot be told from their holds, so
+// it is left to the lease, and the Unlock that ends the caller's belief says that the server still holds it once.
+func TestAmbiguousReentryOfAPinnedOwnerIsReportedByUnlock(t *testing.T) {
+	r := newReentryRig(t, true, rlock.Config{RetryDelay: 500 * time.Millisecond})
+	r.reenterLost(t, faultproxy.Downstream, false)
+	r.px.Restore()
+	if got := r.serverCount(t); got != "2" {
+		t.Fatalf("server count %q, want 2", got)
+	}
+	err := r.l.Unlock(r.held)
+	var still *rlock.StillHeldError
+	if !errors.As(err, &still) || !errors.Is(err, rlock.ErrStillHeld) || still.Holds != 1 || still.Owner != mustOwner(t, r.held) {
+		t.Fatalf("Unlock = %v, want a *StillHeldError with 1 hold of the owner", err)
+	}
+	if got := r.serverCount(t); got != "1" {
+		t.Fatalf("server count %q after Unlock, want the 1 hold the error reports", got)
+	}
+	if cause := context.Cause(r.held); !errors.Is(cause, rlock.ErrReleased) {
+		t.Fatalf("held context: cause %v, want ErrReleased", cause)
+	}
+	if s := r.c.Stats(); s.Held != 0 || s.OrphansExpired != 1 {
+		t.Fatalf("Stats = %+v, want nothing held and one orphan left to expire", s)
+	}
+}
