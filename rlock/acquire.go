@@ -358,7 +358,13 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 		lease = o.lease // granted by someone else's script, with the call's grant lease
 	}
 	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
-		return h, h.reenterLocked(o.count, lease, lc.watchdog, lc.sentAt)
+		count := o.count
+		if lc.sh.doubts != nil && lc.sh.doubtOfLocked(h) != 0 {
+			// The server counts holds this client's callers do not believe in (orphan.go): the re-entry adds
+			// one to what they do, and the Unlock that ends them deals with the rest.
+			count = int64(h.count) + 1
+		}
+		return h, h.reenterLocked(count, lease, lc.watchdog, lc.sentAt)
 	}
 	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lease, lc.watchdog, lc.sentAt)
 	if h != nil && lc.watchdog {

@@ -157,7 +157,6 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	lease := h.lease
 	op := c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false)
 	op.p.Future().OnComplete(func(_ struct{}, err error) {
 		switch {
@@ -166,8 +165,7 @@ func (c *Client) unlockHeld(held context.Context) {
 		case errors.Is(err, ErrNotHeld):
 			// Gone already (expired, force-unlocked): nothing to release.
 		case op.expect > 0 && (errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrUnavailable)):
-			// Its retries ran out: go on until the server answers or the grant's lease has passed.
-			c.releaseOrphan(h.kind, h.name, h.owner, op.expect, lease)
+			// The release goes on in the background (finish), which counts its outcome.
 		default:
 			c.orphanSettled(h.name, h.owner, false, err)
 		}
@@ -379,6 +377,9 @@ func (op *unlockOp) finish(released bool, err error) {
 	var cause, lostCause error
 	var next []*unlockOp
 	observed := false
+	// A release that failed on the transport after its retries may have run or not: the holds it was meant to end
+	// are orphaned (orphan.go).
+	unsure := op.expect > 0 && (errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrUnavailable))
 	if h != nil {
 		sh.mu.Lock()
 		observed = op.observed
@@ -409,6 +410,14 @@ func (op *unlockOp) finish(released bool, err error) {
 		case errors.Is(err, ErrNotHeld):
 			c.dropLocked(sh, h)
 			lostCause = ErrLockLost
+		case unsure:
+			// The server may still count the hold this release was meant to end: the Unlock that ends the owner's
+			// holds here takes it back (or reports it, for an owner another client may share).
+			d := doubtShared
+			if c.madeOwner(h.owner) {
+				d = doubtOwned
+			}
+			sh.doubtLocked(h, d)
 		}
 		if len(sh.serial) != 0 {
 			next = sh.nextReleasesLocked(h.key())
@@ -424,6 +433,11 @@ func (op *unlockOp) finish(released bool, err error) {
 	}
 	if lostCause != nil {
 		c.lost(h, lostCause)
+	}
+	if unsure && op.final && h != nil {
+		// Nobody holds or renews it any more: release it in the background until the server answers or its lease
+		// has passed. The caller is told the release failed.
+		c.releaseOrphan(op.kind, h.name, h.owner, op.expect, h.lease)
 	}
 	op.p.Complete(struct{}{}, err)
 	if op.sync != nil && !observed {
