@@ -178,3 +178,40 @@ func TestAmbiguousReentryOfAPinnedOwnerIsReportedByUnlock(t *testing.T) {
 		t.Fatalf("Stats = %+v, want nothing held and one orphan left to expire", s)
 	}
 }
+
+// A re-entry whose held context ends while its attempt is in flight (the lease runs out locally before the reply
+// comes): the caller, who may well ignore the context a re-entry returns, must not end up holding a new hold
+// unawares. The call fails like one made a moment later, and the re-entry's grant and the ended hold's own holds,
+// whose lease the re-entry prolonged on the server, are released.
+func TestReentryOfAHoldEndingInFlightLeavesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	px := faultproxy.Start(t, srv.Addr())
+	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: px.Addr(), ResponseTimeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := ctxT(t, 30*time.Second)
+	l := c.Lock("ending")
+	mustUnlock(t, l, mustLock(t, l, ctx)) // scripts loaded
+	held, err := l.LockLease(ctx, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	px.SetLatency(faultproxy.Downstream, 700*time.Millisecond) // the reply comes after the lease's local end
+	again, err := l.Lock(held)                                 // a watchdog re-entry: 30 s on the server
+	px.Restore()
+	if !errors.Is(err, context.Canceled) || again != nil {
+		t.Fatalf("re-entry of a hold that ended in flight = %v, %v; want context.Canceled", again, err)
+	}
+	if held.Err() == nil {
+		t.Fatal("the held context did not end with its lease")
+	}
+	eventually(t, 5*time.Second, "the re-entry's grant and the ended holds to be released", func() bool {
+		n, err := srv.DoInt(ctx, "EXISTS", "ending")
+		return err == nil && n == 0
+	})
+	if s := c.Stats(); s.Held != 0 {
+		t.Fatalf("Stats = %+v, want nothing held", s)
+	}
+}

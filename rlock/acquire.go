@@ -366,6 +366,15 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 		}
 		return h, h.reenterLocked(count, lease, lc.watchdog, lc.sentAt)
 	}
+	if !lc.fresh {
+		if prev, ok := lc.ctx.Value(ownerKey{}).(*hold); ok && prev.name == lo.name && prev.kind == lo.kind {
+			// A re-entry through a held context of this very lock, which ended while the attempt was in flight (its
+			// lease ran out, or it was lost): the caller, who may ignore the context a re-entry returns, would hold
+			// a new hold unawares. It fails as the call would have if it had started a moment later, and the grant
+			// is given back (undo).
+			return nil, context.Canceled
+		}
+	}
 	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lease, lc.watchdog, lc.sentAt)
 	if h != nil && lc.watchdog {
 		h.lease = lc.lease // what a partial release re-arms: the watchdog's lease, whatever the grant applied
@@ -407,10 +416,21 @@ func (lc *lockCall) fail(err error) bool {
 	return lc.p.Fail(err)
 }
 
-// undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's
-// timeout).
+// undo releases a grant that no hold records (the client closed meanwhile, the timer refused the hold's timeout,
+// or the re-entry's held context ended meanwhile: see grantLocked). After a re-entry of an ended hold of an owner
+// this client made, the ended hold's own holds, which the re-entry's lease prolonged and nobody believes in any
+// more, are released too.
 func (lc *lockCall) undo(o outcome) {
-	lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, o.count, max(lc.lease, o.lease))
+	c := lc.sh.c
+	all := false
+	if !lc.fresh && c.madeOwner(lc.owner) {
+		if prev, ok := lc.ctx.Value(ownerKey{}).(*hold); ok && prev.name == lc.lo.name && prev.kind == lc.lo.kind {
+			lc.sh.mu.Lock()
+			all = prev.state != holdHeld
+			lc.sh.mu.Unlock()
+		}
+	}
+	c.releaseOrphans(lc.lo.kind, lc.lo.name, lc.owner, o.count, max(lc.lease, o.lease), all)
 }
 
 // giveBackResult releases the lock a blocking call was granted after it stopped waiting. Another completion won

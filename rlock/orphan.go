@@ -158,12 +158,18 @@ func (c *Client) orphanSettled(name, owner string, released bool, err error) {
 // grant's lease (counted from now) has passed. A reply that finds another count (or none) shows that the grant was
 // never made — unless an earlier attempt may have run, which then released it.
 func (c *Client) releaseOrphan(kind holdKind, name, owner string, expect int64, lease time.Duration) {
+	c.releaseOrphans(kind, name, owner, expect, lease, false)
+}
+
+// releaseOrphans is releaseOrphan, and with all, it goes on releasing the owner's holds one by one (each
+// conditional on the count the last reply left) until none is left.
+func (c *Client) releaseOrphans(kind holdKind, name, owner string, expect int64, lease time.Duration, all bool) {
 	if c.closed.Load() {
 		c.orphanSettled(name, owner, false, ErrClosed)
 		return
 	}
 	o := &orphanRelease{c: c, kind: kind, name: name, owner: owner, expect: expect, until: c.now() + lease,
-		keys: c.releaseKeys(kind, name, owner)}
+		keys: c.releaseKeys(kind, name, owner), all: all}
 	if !c.after(c.cfg.RetryDelay, func(closed bool) {
 		if closed {
 			c.orphanSettled(name, owner, false, ErrClosed)
@@ -185,6 +191,7 @@ type orphanRelease struct {
 	expect int64
 	until  time.Duration // on c.now(): the grant's lease has passed
 	ran    bool          // an earlier attempt may have run on the server
+	all    bool          // release every hold of the owner (releaseOrphans)
 }
 
 func (o *orphanRelease) send() {
@@ -196,14 +203,27 @@ func (o *orphanRelease) send() {
 func (o *orphanRelease) onReply(v resp.Value, err error) {
 	c := o.c
 	if err != nil {
+		ran := o.ran
+		o.ran = o.ran || errors.Is(err, conn.ErrConnLost) // before the resend, which may run at once
 		if retryOrphan(c, err, o.until, o.send) {
-			o.ran = o.ran || errors.Is(err, conn.ErrConnLost)
 			return
 		}
+		o.ran = ran
 		c.orphanSettled(o.name, o.owner, false, c.mapErr(err))
 		return
 	}
-	if released := releaseFound(v); released || o.ran {
+	released := releaseFound(v)
+	partial := v
+	if v.Type == resp.Array && len(v.Elems) == 2 {
+		partial = v.Elems[0] // a read release: [0, left]
+	}
+	if released && o.all && o.expect > 1 && partial.Type == resp.Integer && partial.Int == 0 {
+		o.expect-- // one released, others remain: the next one
+		o.ran = false
+		o.send()
+		return
+	}
+	if released || o.ran {
 		c.orphanSettled(o.name, o.owner, true, nil)
 	}
 }
@@ -430,11 +450,19 @@ func (op *unlockOp) retryLostGrant(err error) bool {
 		waited = true
 	}
 	sh.mu.Unlock()
-	if !held || (waited && int(op.attempts) >= op.c.cfg.RetryAttempts) || !retryOrphan(op.c, err, until, op.send) {
+	if !held || (waited && int(op.attempts) >= op.c.cfg.RetryAttempts) {
 		return false
 	}
-	op.attempts++
+	// Written before the resend, which may run at once.
+	attempts, retried := op.attempts, op.retried
+	if op.attempts < 255 {
+		op.attempts++
+	}
 	op.retried = op.retried || errors.Is(err, conn.ErrConnLost)
+	if !retryOrphan(op.c, err, until, op.send) {
+		op.attempts, op.retried = attempts, retried
+		return false
+	}
 	return true
 }
 
