@@ -165,7 +165,8 @@ func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *fut
 
 // TryLock acquires the lock in turn if it can within wait, with lease (0: the watchdog). With wait 0 it makes one
 // attempt and never queues: it succeeds only when the lock is free and nobody waits. It returns ErrNotAcquired when
-// the wait ran out (the waiter has left the queue), ctx's error when ctx ended first.
+// the wait ran out (the waiter has left the queue), ctx's error when ctx ended first, an *OutcomeUnknownError as
+// Lock.TryLock.
 func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if err := tryFormError("FairLock.TryLock", wait); err != nil {
 		return nil, err

@@ -145,7 +145,8 @@ func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *f
 }
 
 // TryLock acquires the lock if it can within wait (0: one attempt) with lease (0: the watchdog) and returns the
-// held context and token; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
+// held context and token; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, an
+// *OutcomeUnknownError as Lock.TryLock.
 func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
 	if err := tryFormError("FencedLock.TryLock", wait); err != nil {
 		return nil, 0, err

@@ -28,8 +28,11 @@ func (l *Lock) Name() string { return l.name }
 // "Waiting").
 //
 // It returns the held context (see Lock), or ctx's error when ctx ended first (a grant that raced with the end
-// of ctx is released), ErrClosed, an *ArgumentError, or a transport or server error. If ctx already carries an
-// owner that holds this lock, the call re-enters it (hold count + 1) and returns the context of that hold.
+// of ctx is released), an *OutcomeUnknownError when an attempt was sent but its reply was lost (the caller holds
+// nothing; what the server may have granted is being released: see the package documentation, "Release and
+// retries"), ErrClosed, an *ArgumentError, or a transport or server error. If ctx already carries an owner that
+// holds this lock, the call re-enters it (hold count + 1) and returns the context of that hold; a re-entry whose
+// outcome is unknown leaves the hold count as it was.
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
 	return l.lock(ctx, "Lock", -1, 0)
 }
@@ -81,7 +84,8 @@ func (l *Lock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.
 
 // TryLock acquires the lock if it can within wait: wait 0 makes one attempt. lease 0 takes the watchdog, a
 // positive lease (at least 1 ms) a fixed lease as LockLease. It returns ErrNotAcquired when the wait ran out, and
-// ctx's error when ctx ended first; otherwise as Lock.
+// ctx's error when ctx ended first; otherwise as Lock. A wait that runs out while an attempt is in flight waits up
+// to 250 ms for its reply; without one, it returns an *OutcomeUnknownError, never ErrNotAcquired.
 func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if err := tryFormError("TryLock", wait); err != nil {
 		return nil, err
@@ -108,7 +112,12 @@ func (l *Lock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *fut
 // answer, bounded by the transport's response timeout and RetryAttempts retries (a release is safe to retry: see
 // the package documentation); held's cancellation does not cut it short. It returns ErrNotHeld when the owner does
 // not hold the lock (another owner does, or it expired or was force-unlocked: the held context then also has
-// cause ErrLockLost), ErrClosed, an *ArgumentError, or a transport error. Safe for concurrent use.
+// cause ErrLockLost), ErrClosed, an *ArgumentError, or a transport error — after which the client goes on
+// releasing the hold in the background until the server answers or the lease has passed (a last hold), or
+// releases it with the owner's last Unlock (another). A last Unlock that finds the server holding the lock for
+// the owner more times than this client's callers do releases those holds too when they are orphaned grants of
+// this client, and returns a *StillHeldError when they may be another Client's (an owner pinned with WithOwner).
+// Safe for concurrent use.
 func (l *Lock) Unlock(held context.Context) error {
 	return l.unlockSync(held, "Unlock")
 }

@@ -152,7 +152,8 @@ func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *fut
 }
 
 // TryLock takes a read hold if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
-// ErrNotAcquired when the wait ran out, ctx's error when ctx ended first.
+// ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, an *OutcomeUnknownError as
+// Lock.TryLock.
 func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if err := tryFormError("ReadLock.TryLock", wait); err != nil {
 		return nil, err
@@ -288,7 +289,8 @@ func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *f
 }
 
 // TryLock takes the write lock if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
-// ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, ErrLockUpgrade as Lock.
+// ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, ErrLockUpgrade as Lock, an
+// *OutcomeUnknownError as Lock.TryLock.
 func (wl *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
 	if err := tryFormError("WriteLock.TryLock", wait); err != nil {
 		return nil, err
