@@ -34,9 +34,14 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzScriptResults$$' -fuzztime $(FUZZTIME) ./rlock
 
 # Ten minutes of mixed lock load with every fault kind, then the mutual-exclusion
-# checker and flat resources (goroutines, heap, server keys, channels). Not in CI.
+# checker and flat resources (goroutines, heap, server keys, channels); then as
+# long again of the randomized consistency test (clients and server never
+# disagree about a hold under ambiguous faults), which prints its counts. Not in
+# CI (CI runs the consistency test to its thresholds, about a minute).
 soak: deps
 	$(GO) run ./chaos/cmd/soak -duration $(SOAKTIME)
+	LOCKSMITH_CONSISTENCY_DURATION=$(SOAKTIME) $(GO) test -count=1 -timeout 0 -v \
+		-run '^TestConsistencyUnderAmbiguousFaults$$' ./integration
 
 # The main job: starts its own redis-server on loopback, runs every workload for
 # locksmith and the peer libraries side by side with the server ceiling, prints

@@ -1,0 +1,428 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/internal/faultproxy"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+)
+
+// The randomized consistency test: a client and the server never disagree about a hold for longer than the
+// package promises, whatever the transport does. Several Clients (each behind its own fault proxy, as separate
+// processes would be) run a mix of Lock, TryLock with wait and lease, re-entry, Unlock, LockAsync with
+// abandonment, FairLock and ReadWriteLock calls on a few names, while faults are injected at random points: the
+// connection dropped after commands were written, replies cut mid-frame or delayed past the response timeout, the
+// pub/sub connection killed. After every call returns, every 100 ms, and at quiescence, the callers' beliefs
+// (live held contexts and their hold counts) are compared with the server's hashes:
+//
+//   - no hold on the server that no live held context believes in, for longer than the orphan-release time
+//     (phantomBound);
+//   - no live held context that believes in more holds than the server has, for longer than the lease
+//     (missingBound);
+//   - at quiescence, nothing held on the server, nothing recorded by any client.
+//
+// Environment: LOCKSMITH_CONSISTENCY_SEED fixes the seed (printed on failure); LOCKSMITH_CONSISTENCY_DURATION
+// (a Go duration) runs that long instead of stopping at the CI thresholds (make soak).
+
+// ccLockAPI is what every lock kind of the test offers.
+type ccLockAPI interface {
+	Lock(ctx context.Context) (context.Context, error)
+	LockAsync(ctx context.Context) *future.Future[context.Context]
+	LockLease(ctx context.Context, lease time.Duration) (context.Context, error)
+	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error)
+	Unlock(held context.Context) error
+}
+
+// ccTarget is one lock the workers use: its name (the server's hash), how to reach it through a client, and
+// whether its holds are write holds (field "<owner>:write").
+type ccTarget struct {
+	name   string
+	handle func(c *rlock.Client) ccLockAPI
+	write  bool
+}
+
+var ccTargets = []ccTarget{
+	{name: "cc:plain:0", handle: func(c *rlock.Client) ccLockAPI { return c.Lock("cc:plain:0") }},
+	{name: "cc:plain:1", handle: func(c *rlock.Client) ccLockAPI { return c.Lock("cc:plain:1") }},
+	{name: "cc:fair", handle: func(c *rlock.Client) ccLockAPI { return c.FairLock("cc:fair") }},
+	{name: "cc:rw", handle: func(c *rlock.Client) ccLockAPI { return c.ReadWriteLock("cc:rw").ReadLock() }},
+	{name: "cc:rw", handle: func(c *rlock.Client) ccLockAPI { return c.ReadWriteLock("cc:rw").WriteLock() }, write: true},
+}
+
+// ccNames are the hashes the checker compares.
+var ccNames = []string{"cc:plain:0", "cc:plain:1", "cc:fair", "cc:rw"}
+
+// ccTimings: a short response timeout makes an injected ambiguity cheap; the watchdog and leases are short so
+// that a lease, when it matters, passes within the test.
+const (
+	ccResponseTimeout = 250 * time.Millisecond
+	ccRetryDelay      = 50 * time.Millisecond
+	ccWatchdog        = 3 * time.Second
+	// phantomBound is the orphan-release time: a release goes out after the retry delay and is sent again, after
+	// each failure, until it gets through or the grant's lease (at most the watchdog's here) has passed, when the
+	// server drops the grant by itself.
+	ccPhantomBound = 5 * time.Second
+	// missingBound is the longest lease a hold of the test has (the watchdog's), and a second for the last reply.
+	ccMissingBound = ccWatchdog + time.Second
+)
+
+// ccCounts are the run's counts.
+type ccCounts struct {
+	ops, granted, refused, ctxEnded, otherErrs atomic.Int64
+	ambAcquire, ambUnlock, abandoned           atomic.Int64
+
+	mu     sync.Mutex
+	errors map[string]int // other errors, by their text up to the address
+}
+
+// other counts an error of no expected kind.
+func (c *ccCounts) other(err error) {
+	c.otherErrs.Add(1)
+	msg := err.Error()
+	if i := strings.Index(msg, "127.0.0.1"); i > 0 {
+		msg = msg[:i]
+	}
+	c.mu.Lock()
+	if c.errors == nil {
+		c.errors = map[string]int{}
+	}
+	c.errors[msg]++
+	c.mu.Unlock()
+}
+
+// orphanLog records why orphaned grants were left to their lease.
+type orphanLog struct {
+	rlock.NopObserver
+	mu     sync.Mutex
+	causes map[string]int
+}
+
+func (o *orphanLog) Orphan(e rlock.OrphanEvent) {
+	if e.Released {
+		return
+	}
+	msg := fmt.Sprint(e.Err)
+	if i := strings.Index(msg, "127.0.0.1"); i > 0 {
+		msg = msg[:i]
+	}
+	o.mu.Lock()
+	o.causes[msg]++
+	o.mu.Unlock()
+}
+
+// ccRun is one run of the test.
+type ccRun struct {
+	t       *testing.T
+	seed    uint64
+	clients []*rlock.Client
+	beliefs *beliefs
+	ck      *checker
+	counts  ccCounts
+	stop    atomic.Bool
+}
+
+func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv("LOCKSMITH_CONSISTENCY_SEED"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("LOCKSMITH_CONSISTENCY_SEED=%q: %v", v, err)
+		}
+		seed = n
+	}
+	minOps, minAmb, limit := int64(10_000), int64(500), 150*time.Second
+	var soak time.Duration
+	if v := os.Getenv("LOCKSMITH_CONSISTENCY_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("LOCKSMITH_CONSISTENCY_DURATION=%q: %v", v, err)
+		}
+		soak, limit = d, d+time.Minute
+	} else if testing.Short() {
+		minOps, minAmb = 1_000, 50
+	}
+	t.Logf("consistency: seed %d (LOCKSMITH_CONSISTENCY_SEED=%d reruns it)", seed, seed)
+
+	srv := redistest.Start(t)
+	admin, err := conn.New(conn.Config{Addr: srv.Addr()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	r := &ccRun{t: t, seed: seed, beliefs: &beliefs{m: map[holdID]*belief{}}}
+	r.ck = newChecker(admin, r.beliefs, ccPhantomBound, ccMissingBound)
+	f := &faulter{admin: admin, responseTimeout: ccResponseTimeout, counts: map[string]int{}}
+	const numClients, workersPerClient = 3, 5
+	orphans := &orphanLog{causes: map[string]int{}}
+	for i := range numClients {
+		px := faultproxy.Start(t, srv.Addr())
+		name := "cc-client-" + strconv.Itoa(i)
+		c, err := rlock.NewClient(rlock.Config{
+			// Reconnecting quickly after each fault keeps most operations reaching the server.
+			Conn: conn.Config{Addr: px.Addr(), ResponseTimeout: ccResponseTimeout, ClientName: name,
+				DialTimeout: time.Second, ReconnectMinBackoff: 10 * time.Millisecond,
+				ReconnectMaxBackoff: 100 * time.Millisecond},
+			WatchdogTimeout: ccWatchdog, RetryDelay: ccRetryDelay, Observer: orphans,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		r.clients = append(r.clients, c)
+		f.proxies, f.names = append(f.proxies, px), append(f.names, name)
+	}
+
+	ctx := ctxT(t, limit+2*time.Minute)
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	bg.Go(func() { f.run(faultCtx, seed) })
+	bg.Go(func() { r.sample(faultCtx) })
+	var workers sync.WaitGroup
+	for i := range numClients * workersPerClient {
+		workers.Go(func() { r.work(ctx, i, r.clients[i%numClients]) })
+	}
+
+	start := time.Now()
+	for {
+		elapsed := time.Since(start)
+		done := r.counts.ops.Load() >= minOps && r.counts.ambAcquire.Load()+r.counts.ambUnlock.Load() >= minAmb
+		if (soak == 0 && done) || (soak > 0 && elapsed >= soak) || elapsed >= limit {
+			break
+		}
+		sleepCtx(ctx, 100*time.Millisecond)
+	}
+	ran := time.Since(start)
+	r.stop.Store(true)
+	workers.Wait()
+	stopFaults()
+	bg.Wait()
+
+	// Quiescence: every caller has unlocked what it believed; orphans go within the orphan-release time.
+	deadline := time.Now().Add(ccPhantomBound + time.Second)
+	for {
+		for _, name := range ccNames {
+			if err := r.ck.check(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ok, err := r.ck.quiescent(ctx, ccNames); err != nil {
+			t.Fatal(err)
+		} else if ok || time.Now().After(deadline) {
+			break
+		}
+		sleepCtx(ctx, 50*time.Millisecond)
+	}
+	disagreements, checks, longest := r.ck.result()
+	for _, l := range r.ck.leftovers(ctx, ccNames) {
+		disagreements = append(disagreements, "held on the server at quiescence: "+l)
+	}
+	var released, expired int64
+	for i, c := range r.clients {
+		for end := time.Now().Add(5 * time.Second); ; sleepCtx(ctx, 20*time.Millisecond) {
+			if s := c.Stats(); s.Held == 0 && s.Waiters == 0 {
+				break
+			} else if time.Now().After(end) {
+				disagreements = append(disagreements, fmt.Sprintf("client %d at quiescence: %+v", i, s))
+				break
+			}
+		}
+		s := c.Stats()
+		released, expired = released+s.OrphansReleased, expired+s.OrphansExpired
+	}
+
+	nf, byKind := f.total()
+	amb := r.counts.ambAcquire.Load() + r.counts.ambUnlock.Load()
+	t.Logf("consistency: seed %d, %d clients x %d goroutines, %v: %d operations (%d granted, %d refused, %d "+
+		"context ended, %d async abandoned, %d other errors); %d ambiguities (%d acquires with an unknown outcome, "+
+		"%d unlocks failed on the transport) from %d faults %v; orphans released %d, left to expire %d; %d checks, "+
+		"%d disagreements; longest discrepancy resolved in time: phantom %v, missing %v",
+		seed, numClients, workersPerClient, ran.Round(time.Second), r.counts.ops.Load(), r.counts.granted.Load(),
+		r.counts.refused.Load(), r.counts.ctxEnded.Load(), r.counts.abandoned.Load(), r.counts.otherErrs.Load(),
+		amb, r.counts.ambAcquire.Load(), r.counts.ambUnlock.Load(), nf, byKind, released, expired, checks,
+		len(disagreements), longest[phantom].Round(time.Millisecond), longest[missing].Round(time.Millisecond))
+	r.counts.mu.Lock()
+	t.Logf("other errors: %v; orphans left to expire, by cause: %v", r.counts.errors, orphans.causes)
+	r.counts.mu.Unlock()
+	if len(disagreements) > 0 {
+		t.Errorf("seed %d: %d disagreements between the clients and the server:\n  %s", seed, len(disagreements),
+			strings.Join(disagreements, "\n  "))
+	}
+	if r.counts.ops.Load() < minOps || amb < minAmb {
+		t.Errorf("seed %d: only %d operations and %d ambiguities in %v, want at least %d and %d", seed,
+			r.counts.ops.Load(), amb, ran.Round(time.Second), minOps, minAmb)
+	}
+}
+
+// sample compares every lock every 100 ms until ctx ends.
+func (r *ccRun) sample(ctx context.Context) {
+	for sleepCtx(ctx, 100*time.Millisecond) {
+		for _, name := range ccNames {
+			if err := r.ck.check(ctx, name); err != nil && ctx.Err() == nil {
+				r.t.Errorf("check %s: %v", name, err)
+			}
+		}
+	}
+}
+
+// disagree records a disagreement a call's result shows by itself.
+func (r *ccRun) disagree(format string, args ...any) {
+	r.ck.mu.Lock()
+	r.ck.disagreements = append(r.ck.disagreements, fmt.Sprintf(format, args...))
+	r.ck.mu.Unlock()
+}
+
+// check compares name after a call returned.
+func (r *ccRun) check(ctx context.Context, name string) {
+	if err := r.ck.check(ctx, name); err != nil && ctx.Err() == nil {
+		r.t.Errorf("check %s: %v", name, err)
+	}
+}
+
+// work runs sessions until the run stops: acquire a lock in one of the ways a caller would, maybe re-enter it,
+// hold it briefly, and unlock every hold it believes in.
+func (r *ccRun) work(ctx context.Context, g int, c *rlock.Client) {
+	rng := rand.New(rand.NewPCG(r.seed, uint64(g)+100))
+	for !r.stop.Load() && ctx.Err() == nil {
+		tg := ccTargets[rng.IntN(len(ccTargets))]
+		l := tg.handle(c)
+		held, err := r.acquire(ctx, rng, l)
+		r.check(ctx, tg.name)
+		if err != nil {
+			continue
+		}
+		owner, _ := rlock.OwnerOf(held)
+		id := holdID{tg.name, owner}
+		if tg.write {
+			id.field += ":write"
+		}
+		count := 1
+		r.beliefs.set(id, held, count)
+		for range rng.IntN(3) {
+			switch again := r.reenter(ctx, rng, l, held); {
+			case again == held:
+				count++
+			case again != nil:
+				// held ended meanwhile (its lease ran out, or it was lost): the owner acquired the lock anew, with
+				// a held context of its own.
+				held, count = again, 1
+			}
+			r.beliefs.set(id, held, count)
+			r.check(ctx, tg.name)
+		}
+		sleepCtx(ctx, time.Duration(rng.IntN(5000))*time.Microsecond) // the work under the lock
+		for count > 0 {
+			err := l.Unlock(held)
+			r.counts.ops.Add(1)
+			var still *rlock.StillHeldError
+			switch {
+			case err == nil:
+				count--
+			case errors.Is(err, rlock.ErrNotHeld):
+				count = 0 // lost (its held context says so)
+			case errors.As(err, &still):
+				r.disagree("%s: Unlock of a hold of this client's own owner left %d holds: %v", tg.name, still.Holds, err)
+				count = 0
+			case errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrUnavailable):
+				r.counts.ambUnlock.Add(1)
+				count-- // the client no longer counts it; what the server may still count is an orphan
+			default:
+				r.counts.other(err)
+				count--
+			}
+			r.beliefs.set(id, held, count)
+			r.check(ctx, tg.name)
+		}
+		if held.Err() == nil {
+			r.disagree("%s: the held context of %s is still live after its last Unlock", tg.name, owner)
+		}
+	}
+}
+
+// acquire takes l in a random form: Lock, TryLock (with a wait, and a lease or the watchdog), LockLease, or
+// LockAsync whose Get gives up soon and which is then abandoned by cancelling its context.
+func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (context.Context, error) {
+	acq, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var held context.Context
+	var err error
+	switch rng.IntN(5) {
+	case 0:
+		held, err = l.Lock(acq)
+	case 1:
+		held, err = l.TryLock(acq, time.Duration(rng.IntN(300))*time.Millisecond, 0)
+	case 2:
+		held, err = l.TryLock(acq, time.Duration(rng.IntN(300))*time.Millisecond, ccLease(rng))
+	case 3:
+		held, err = l.LockLease(acq, ccLease(rng))
+	default:
+		f := l.LockAsync(acq)
+		wait, stop := context.WithTimeout(ctx, time.Duration(1+rng.IntN(30))*time.Millisecond)
+		held, err = f.Get(wait)
+		stop()
+		if err != nil && ctx.Err() == nil && !f.IsDone() {
+			r.counts.abandoned.Add(1)
+			cancel() // abandon it: a grant that came first is the caller's, a later one the client gives back
+			held, err = f.Get(ctx)
+		}
+	}
+	r.counts.ops.Add(1)
+	r.classify(err)
+	return held, err
+}
+
+// reenter re-enters l with held and returns the held context the call returned (held itself, or a new one when
+// held had ended), nil when it failed.
+func (r *ccRun) reenter(ctx context.Context, rng *rand.Rand, l ccLockAPI, held context.Context) context.Context {
+	var again context.Context
+	var err error
+	if rng.IntN(2) == 0 {
+		again, err = l.Lock(held)
+	} else {
+		again, err = l.TryLock(held, 0, ccLease(rng))
+	}
+	r.counts.ops.Add(1)
+	r.classify(err)
+	if err != nil {
+		return nil
+	}
+	return again
+}
+
+// classify counts an acquire's outcome.
+func (r *ccRun) classify(err error) {
+	switch {
+	case err == nil:
+		r.counts.granted.Add(1)
+	case errors.Is(err, rlock.ErrOutcomeUnknown):
+		r.counts.ambAcquire.Add(1)
+	case errors.Is(err, rlock.ErrNotAcquired):
+		r.counts.refused.Add(1)
+	case errors.Is(err, conn.ErrConnLost), errors.Is(err, conn.ErrUnavailable):
+		r.counts.other(err) // (a conn.ErrTimeout matches context.DeadlineExceeded too)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		r.counts.ctxEnded.Add(1)
+	default:
+		r.counts.other(err)
+	}
+}
+
+// ccLease is a lease for TryLock and LockLease: mostly a second or two, sometimes short enough to run out.
+func ccLease(rng *rand.Rand) time.Duration {
+	if rng.IntN(10) == 0 {
+		return time.Duration(20+rng.IntN(50)) * time.Millisecond
+	}
+	return time.Duration(1000+rng.IntN(1000)) * time.Millisecond
+}
