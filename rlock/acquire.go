@@ -397,8 +397,10 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 	}
 }
 
+// fail completes the call with err; a WRONGTYPE reply (the lock's name is used by a key of another type) becomes
+// a *NotLockError.
 func (lc *lockCall) fail(err error) bool {
-	return lc.p.Fail(err)
+	return lc.p.Fail(notLockError(lc.lo.name, err))
 }
 
 // undo releases a grant that no hold records (the client closed meanwhile, or the timer refused the hold's

@@ -92,7 +92,7 @@ func (lo *lockObject) forceUnlock(ctx context.Context, op string, cmd conn.Cmd) 
 	lo.c.dropAll(lo.sh, lo.name, kinds...)
 	return future.Then(lo.c.call(ctx, cmd), func(v resp.Value, err error) (bool, error) {
 		n, err := intReply(v, err)
-		return n == 1, err
+		return n == 1, notLockError(lo.name, err)
 	})
 }
 
@@ -120,7 +120,7 @@ func (lo *lockObject) holdCount(held context.Context, op string) *future.Future[
 	return future.Then(lo.c.call(background, conn.Cmd{Args: []string{"HGET", lo.name, lo.kind.field(own.id)}}),
 		func(v resp.Value, err error) (int, error) {
 			n, err := intReply(v, err)
-			return int(n), err
+			return int(n), notLockError(lo.name, err)
 		})
 }
 

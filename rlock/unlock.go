@@ -47,6 +47,9 @@ type unlockOp struct {
 	retried     bool  // an earlier attempt may have run on the server
 	adopted     bool  // expect was corrected from the server's count once
 	attempts    uint8 // retries made
+	// lostBefore is the cause the caller's held context had already ended with when it was lost before this
+	// Unlock (lostLock, lostLease), so that a refusal reports the loss; 0 otherwise.
+	lostBefore lostBy
 	// observed: an acquire of the same owner found this op in flight or queued and waits for its future
 	// (serial.go), so the op is not recycled. Guarded by the shard mutex.
 	observed bool
@@ -100,10 +103,48 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 		sh.mu.Unlock()
 		return op
 	}
+	if (h == nil || h.state != holdHeld) && via != nil && via.kind == kind && via.name == name && via.owner == owner {
+		op.lostBefore = via.lostBy()
+	}
 	op.beginLocked(h)
 	sh.mu.Unlock()
 	op.send()
 	return op
+}
+
+// lostBy says how a hold was lost before an Unlock of it: the cause its held context ended with.
+type lostBy uint8
+
+const (
+	notLost   lostBy = iota
+	lostLock         // ErrLockLost
+	lostLease        // ErrLeaseExpired
+)
+
+// lostBy reports whether h ended because it was lost, and how.
+func (h *hold) lostBy() lostBy {
+	if p := h.gone.Load(); p != nil {
+		switch *p {
+		case ErrLockLost:
+			return lostLock
+		case ErrLeaseExpired:
+			return lostLease
+		}
+	}
+	return notLost
+}
+
+// notHeldError is Unlock's error when the server did not hold the lock for the owner: ErrNotHeld, or, when the
+// caller's hold was known to this client (it held it until now, or lost it before the Unlock), an error matching
+// the loss as well.
+func (op *unlockOp) notHeldError() error {
+	switch {
+	case op.lostBefore == lostLease:
+		return &unlockLostError{cause: ErrLeaseExpired}
+	case op.lostBefore == lostLock || op.h != nil:
+		return &unlockLostError{cause: ErrLockLost}
+	}
+	return ErrNotHeld
 }
 
 // beginLocked prepares the release of one hold of h (nil, or not held any more: nothing recorded here), just
@@ -347,6 +388,11 @@ func (op *unlockOp) resumeNext() {
 // finish records the outcome locally, cancels the held context of a last hold, and completes the caller's future.
 func (op *unlockOp) finish(released bool, err error) {
 	c, sh, h := op.c, op.sh, op.h
+	if err == ErrNotHeld {
+		err = op.notHeldError()
+	} else {
+		err = notLockError(op.keys[0], err)
+	}
 	var cause, lostCause error
 	var next []*unlockOp
 	observed := false
