@@ -11,8 +11,11 @@
 //	defer l.Unlock(held)
 //	doWork(held)                    // held is cancelled if the lock is lost
 //
-// Every blocking call has an Async form returning a future (package future); the blocking call is the async call
-// followed by Get. Run is the "execute in lock" helper: lock, call, always unlock. Status reads a lock's owners,
+// Every call of the locks (Lock, FairLock, FencedLock, ReadWriteLock and its halves, MultiLock, RedLock) has an
+// Async form returning a future (package future), except Run and TryRun, which call the caller's function; so has
+// every call of the other objects that waits or releases (acquiring and releasing permits, a latch's Await and
+// CountDown). Their other queries and set-up calls (AvailablePermits, TrySetPermits, Count...) block until the
+// server answers or ctx ends. A blocking call is the async call followed by Get. Run is the "execute in lock" helper: lock, call, always unlock. Status reads a lock's owners,
 // hold counts and TTL in one step.
 //
 // # Wire format
@@ -133,6 +136,11 @@
 // same way (its grant does not count twice). Acquires are not retried after an ambiguous failure (a grant would
 // count twice); when the owner was minted for that call, the client releases whatever the lost reply may have
 // granted.
+//
+// Because a release is retried, Unlock takes no context and waits for its outcome: against a server that stops
+// answering, up to (RetryAttempts+1) × conn.Config.ResponseTimeout + RetryAttempts × RetryDelay, 12.6 s with the
+// defaults. A caller that must not wait that long bounds its own wait with the async form,
+// UnlockAsync(held).Get(ctx); the release goes on, and if it fails the lock ends with its lease.
 //
 // # The lock family
 //

@@ -147,3 +147,44 @@ func ExampleWithOwner() {
 	// Output:
 	// released by the other goroutine: <nil>
 }
+
+// Unlock waits for the server's answer, up to its retries' worst case against a server that stopped answering.
+// The async form bounds the caller's wait with a context instead: the release goes on in the background.
+func ExampleLock_UnlockAsync() {
+	c, _, stop := exampleClient()
+	defer stop()
+	l := c.Lock("report")
+	held, _ := l.Lock(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := l.UnlockAsync(held).Get(ctx); err != nil {
+		// context.DeadlineExceeded: the outcome is unknown, the lock ends with its lease at the latest.
+		fmt.Println("unlock:", err)
+		return
+	}
+	fmt.Println("released:", context.Cause(held))
+	// Output:
+	// released: rlock: lock released
+}
+
+// The special TTLs are not lengths of time: FormatTTL (and LockStatus's String) print what they mean.
+func ExampleFormatTTL() {
+	c, _, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	l := c.Lock("ttl")
+
+	ttl, _ := l.RemainTimeToLive(ctx)
+	fmt.Println(ttl, "=", rlock.FormatTTL(ttl))
+	held, _ := l.LockLease(ctx, time.Minute)
+	st, _ := l.Status(ctx)
+	fmt.Println(st.Locked, st.TTL > 59*time.Second)
+	_ = l.Unlock(held)
+	st, _ = l.Status(ctx)
+	fmt.Println(st)
+	// Output:
+	// -2ns = not locked
+	// true true
+	// "ttl" not locked
+}

@@ -163,10 +163,10 @@ func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration
 	return l.async(ctx, "FencedLock.TryLockAsync", wait, lease)
 }
 
-// Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock
-// message (or hands the lock to a waiting plain Lock of this client). It waits for the server's answer (bounded by
-// the transport's response timeout and retries) and returns ErrNotHeld when the owner does not hold the lock. Safe
-// for concurrent use.
+// Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock message
+// (or hands the lock to a waiting plain Lock of this client). It waits for the server's answer (bounded by the
+// transport's response timeout and retries) and returns ErrNotHeld when the owner does not hold the lock. Its errors
+// and its worst-case wait are Lock.Unlock's; bound the wait with UnlockAsync(held).Get(ctx). Safe for concurrent use.
 func (l *FencedLock) Unlock(held context.Context) error {
 	return l.unlockSync(held, "FencedLock.Unlock")
 }
@@ -194,32 +194,56 @@ func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := inCallback(); err != nil {
 		return false, err
 	}
+	return l.ForceUnlockAsync(ctx).Get(ctx)
+}
+
+// ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
+func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
-		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
+		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
 func (l *FencedLock) IsLocked(ctx context.Context) (bool, error) {
-	return l.isLocked(ctx, "FencedLock.IsLocked").Get(ctx)
+	return l.IsLockedAsync(ctx).Get(ctx)
+}
+
+// IsLockedAsync is the asynchronous form of IsLocked.
+func (l *FencedLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
+	return l.isLocked(ctx, "FencedLock.IsLocked")
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (l *FencedLock) HoldCount(held context.Context) (int, error) {
-	return l.holdCount(held, "FencedLock.HoldCount").Get(background)
+	return l.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (l *FencedLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return l.holdCount(held, "FencedLock.HoldCount")
 }
 
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
-	n, err := l.holdCount(held, "FencedLock.IsHeldBy").Get(background)
-	return n > 0, err
+	return l.IsHeldByAsync(held).Get(background)
+}
+
+// IsHeldByAsync is the asynchronous form of IsHeldBy.
+func (l *FencedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
+	return future.Then(l.holdCount(held, "FencedLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FencedLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.remainTimeToLive(ctx, "FencedLock.RemainTimeToLive").Get(ctx)
+	return l.RemainTimeToLiveAsync(ctx).Get(ctx)
+}
+
+// RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
+func (l *FencedLock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Duration] {
+	return l.remainTimeToLive(ctx, "FencedLock.RemainTimeToLive")
 }
 
 var _ lockRules = (*FencedLock)(nil)

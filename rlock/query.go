@@ -9,13 +9,27 @@ import (
 	"github.com/locksmith-go/locksmith/resp"
 )
 
-// Special results of RemainTimeToLive, as Redis's PTTL reports them.
+// Special results of RemainTimeToLive (and LockStatus.TTL), as Redis's PTTL reports them. They are not lengths of
+// time: compare with them before using a TTL as one, and print a TTL with FormatTTL (fmt prints these two as
+// "-2ns" and "-1ns").
 const (
 	// TTLNoKey means the lock does not exist (PTTL -2): nobody holds it.
 	TTLNoKey time.Duration = -2
 	// TTLNoExpiry means the key exists without an expiry (PTTL -1): not written by a lock client.
 	TTLNoExpiry time.Duration = -1
 )
+
+// FormatTTL returns a RemainTimeToLive result as text that says what it means: "not locked" for TTLNoKey, "no
+// expiry" for TTLNoExpiry, and the duration's String otherwise ("29.5s"). It does not block.
+func FormatTTL(ttl time.Duration) string {
+	switch ttl {
+	case TTLNoKey:
+		return "not locked"
+	case TTLNoExpiry:
+		return "no expiry"
+	}
+	return ttl.String()
+}
 
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message, as Redisson's forceUnlock. It
 // reports whether there was a lock to delete. The holds this client had on it stop being renewed at once and their
