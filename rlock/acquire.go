@@ -127,6 +127,9 @@ func newLockCall(blocking bool) *lockCall {
 func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, async bool) (*lockCall, *future.Future[context.Context]) {
 	c := lo.c
 	fail := func(err error) (*lockCall, *future.Future[context.Context]) {
+		if c.observed {
+			c.obs.AcquireFailed(AcquireFailedEvent{Name: lo.name, Outcome: acquireOutcome(err), Err: err, Ctx: ctx})
+		}
 		return nil, future.Completed[context.Context](nil, err)
 	}
 	switch {
@@ -167,8 +170,26 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 	if lc.serverQueue {
 		lc.initQueueCall(own)
 	}
+	f := lc.p.Future()
+	if c.observed {
+		c.observeFailure(f, lo.name, lc.owner, lc.startAt, ctx)
+	}
 	lc.start(lc.startAt)
-	return lc, lc.p.Future()
+	return lc, f
+}
+
+// observeFailure reports the acquire whose future f is to the Observer if it fails, however it fails: the call's
+// waiter failing it, or its context ending first (the future's own cancellation). It registers through Then,
+// which keeps a blocking call's Get driving its attempts (OnComplete would hand them to the transport).
+func (c *Client) observeFailure(f *future.Future[context.Context], name, owner string, start time.Duration,
+	ctx context.Context) {
+	future.Then(f, func(_ context.Context, err error) (struct{}, error) {
+		if err != nil {
+			c.obs.AcquireFailed(AcquireFailedEvent{Name: name, Owner: owner, Wait: c.now() - start,
+				Outcome: acquireOutcome(err), Err: err, Ctx: ctx})
+		}
+		return struct{}{}, nil
+	})
 }
 
 // lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
@@ -383,7 +404,7 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 	var ev AcquiredEvent
 	if c.observed {
 		ev = AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
-			HandOff: o.handoff}
+			HandOff: o.handoff, Ctx: lc.ctx}
 	}
 	if !lc.p.Succeed(h) {
 		c.unlockHeld(h)

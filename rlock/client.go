@@ -78,6 +78,16 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, nop := r.Observer.(NopObserver); !nop {
+		// The Observer hears of the transport's connection events after the caller's own hook, if any.
+		user, obs := r.Conn.OnEvent, callbackObserver{r.Observer}
+		r.Conn.OnEvent = func(e conn.Event) {
+			if user != nil {
+				user(e)
+			}
+			obs.Connection(e)
+		}
+	}
 	cc, err := conn.New(r.Conn)
 	if err != nil {
 		return nil, err

@@ -64,8 +64,10 @@ type Config struct {
 	// Conn.Logger is nil.
 	Logger *slog.Logger
 
-	// Observer receives lock events (acquired, released, renewal batches, lost) for metrics. Nil reports nothing.
-	// Its methods run on the client's event loop and timer goroutines and must not block.
+	// Observer receives lock events for metrics and tracing: acquired, acquire failed, released, renewal
+	// batches, lost, the transport's connection events (after Conn.OnEvent, which it does not replace) and a
+	// refused publish. Nil reports nothing. Its methods run on the client's event loop and timer goroutines and
+	// must not block. See the adapters named in Observer's documentation.
 	Observer Observer
 
 	// SyncReplicas, when positive, makes every acquire of every lock kind (plain, fair, fenced, read and write

@@ -284,7 +284,7 @@ func (c *Client) dropAll(sh *shard, name string, kinds ...holdKind) {
 // observer and the log.
 func (c *Client) lost(h *hold, cause error) {
 	h.cancel(cause)
-	c.obs.Lost(LostEvent{Name: h.name, Owner: h.owner, Cause: cause})
+	c.obs.Lost(LostEvent{Name: h.name, Owner: h.owner, Cause: cause, Ctx: h})
 	c.log.Warn("rlock: lock no longer held", "lock", h.name, "owner", h.owner, "cause", cause)
 }
 

@@ -1,8 +1,12 @@
 package rlock
 
 import (
+	"context"
+	"errors"
+	"strconv"
 	"time"
 
+	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 )
 
@@ -12,15 +16,85 @@ import (
 // package made inside one returns ErrInCallback at once, without sending anything, as does future.Get on a pending
 // future; the Async forms work there. Embed NopObserver in an implementation so that it keeps compiling when
 // methods are added.
+//
+// Ready-made adapters live in modules of their own, so that this one needs neither dependency: a Prometheus
+// collector (github.com/locksmith-go/locksmith/adapters/rlockprom) and OpenTelemetry metrics and spans
+// (github.com/locksmith-go/locksmith/adapters/rlockotel).
 type Observer interface {
 	// Acquired is called when a lock was taken (also by re-entry), before the acquire call returns.
 	Acquired(AcquiredEvent)
+	// AcquireFailed is called when an acquire of a lock ended without the lock: its wait ran out, its context
+	// ended, or it failed. It is called once per call, when the call's future completes.
+	AcquireFailed(AcquireFailedEvent)
 	// Released is called when an Unlock (or Run) finished releasing a lock's last hold, successfully or not.
 	Released(ReleasedEvent)
 	// RenewalBatch is called when a renewal EVALSHA completed, successfully or not.
 	RenewalBatch(RenewalEvent)
 	// Lost is called when a held lock was lost (a renewal found it gone) or its lease expired locally.
 	Lost(LostEvent)
+	// Connection is called for every change in the transport's connections (connected, lost, reconnected,
+	// failover, resubscribed): the events conn.Config.OnEvent receives, which is still called first when set.
+	Connection(conn.Event)
+	// PublishDenied is called once per Client, the first time the server refused a message that a script of this
+	// package publishes (the Redis user lacks the channel's permission or +publish/+spublish). The script's
+	// writes took effect and the call reports its own outcome; only the wake-up message was lost.
+	PublishDenied(PublishDeniedEvent)
+}
+
+// AcquireOutcome says how an acquire that did not get the lock ended. Its String is a short lower-case label,
+// made for metrics.
+type AcquireOutcome uint8
+
+const (
+	// AcquireTimeout: the call's wait ran out (ErrNotAcquired), including a TryLock with wait 0 that was refused.
+	AcquireTimeout AcquireOutcome = iota + 1
+	// AcquireCanceled: the call's context ended (context.Canceled or context.DeadlineExceeded).
+	AcquireCanceled
+	// AcquireError: any other error (transport, server, a closed Client, bad input).
+	AcquireError
+)
+
+// String returns "timeout", "canceled" or "error".
+func (o AcquireOutcome) String() string {
+	switch o {
+	case AcquireTimeout:
+		return "timeout"
+	case AcquireCanceled:
+		return "canceled"
+	case AcquireError:
+		return "error"
+	}
+	return "AcquireOutcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// acquireOutcome classifies an acquire's error.
+func acquireOutcome(err error) AcquireOutcome {
+	switch {
+	case errors.Is(err, ErrNotAcquired):
+		return AcquireTimeout
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return AcquireCanceled
+	}
+	return AcquireError
+}
+
+// AcquireFailedEvent describes one acquire call that ended without the lock.
+type AcquireFailedEvent struct {
+	Name    string
+	Owner   string         // <clientUUID>:<ownerID>; "" when the call failed before an owner was resolved
+	Wait    time.Duration  // from the acquire call to its end
+	Outcome AcquireOutcome // timeout, canceled or error
+	Err     error          // what the call returned
+	// Ctx is the acquire call's context, for its values (a trace span, request ids); it has ended when Outcome is
+	// AcquireCanceled. Do not keep it.
+	Ctx context.Context
+}
+
+// PublishDeniedEvent describes the server's refusal of a message a script published.
+type PublishDeniedEvent struct {
+	Name    string // the object (lock, semaphore, latch) whose script published
+	Channel string // the channel the message was for, "" when the server's reply did not say
+	Err     string // the server's error message
 }
 
 // AcquiredEvent describes one successful acquisition.
@@ -32,6 +106,8 @@ type AcquiredEvent struct {
 	Reentrant bool
 	// HandOff is true when the lock was passed from a releasing holder of this client in the same round trip.
 	HandOff bool
+	// Ctx is the acquire call's context, for its values (a trace span, request ids). Do not keep it.
+	Ctx context.Context
 }
 
 // ReleasedEvent describes the release of a lock's last hold.
@@ -41,8 +117,14 @@ type ReleasedEvent struct {
 	Held  time.Duration // from the first acquisition to the release
 	// HandOff is true when the lock went straight to a waiter of this client.
 	HandOff bool
-	// Err is nil on success, ErrNotHeld when the server no longer held it for the owner, or the transport error.
+	// Err is nil on success, ErrNotHeld when the server no longer held it for the owner (matching ErrLockLost when
+	// it was lost), or the transport error.
 	Err error
+	// Took is how long the release took, from the Unlock call (or the client's own release of a grant nobody
+	// received) to the server's answer.
+	Took time.Duration
+	// Ctx is the held context that was released (its values are the acquiring context's). Do not keep it.
+	Ctx context.Context
 }
 
 // RenewalEvent describes one renewal EVALSHA.
@@ -59,6 +141,8 @@ type LostEvent struct {
 	Name  string
 	Owner string
 	Cause error // ErrLockLost or ErrLeaseExpired
+	// Ctx is the held context that was lost (its values are the acquiring context's). Do not keep it.
+	Ctx context.Context
 }
 
 // NopObserver is an Observer that does nothing. Embed it to implement only some methods.
@@ -76,6 +160,15 @@ func (NopObserver) RenewalBatch(RenewalEvent) {}
 // Lost does nothing.
 func (NopObserver) Lost(LostEvent) {}
 
+// AcquireFailed does nothing.
+func (NopObserver) AcquireFailed(AcquireFailedEvent) {}
+
+// Connection does nothing.
+func (NopObserver) Connection(conn.Event) {}
+
+// PublishDenied does nothing.
+func (NopObserver) PublishDenied(PublishDeniedEvent) {}
+
 var _ Observer = NopObserver{}
 
 // callbackObserver calls an Observer's methods as callbacks (future.RunAsCallback), so that a blocking call inside
@@ -92,3 +185,15 @@ func (c callbackObserver) RenewalBatch(e RenewalEvent) {
 }
 
 func (c callbackObserver) Lost(e LostEvent) { future.RunAsCallback(func() { c.o.Lost(e) }) }
+
+func (c callbackObserver) AcquireFailed(e AcquireFailedEvent) {
+	future.RunAsCallback(func() { c.o.AcquireFailed(e) })
+}
+
+func (c callbackObserver) Connection(e conn.Event) {
+	future.RunAsCallback(func() { c.o.Connection(e) })
+}
+
+func (c callbackObserver) PublishDenied(e PublishDeniedEvent) {
+	future.RunAsCallback(func() { c.o.PublishDenied(e) })
+}

@@ -34,6 +34,7 @@ type unlockOp struct {
 	sync *syncUnlockOp
 
 	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
+	began  time.Duration // when the Unlock was called, for the Observer (set only when there is one)
 	lease  string        // lease re-armed by a partial release
 	sentAt time.Duration // when the attempt in flight was sent
 	// readLeft is what a read release reported of the owner's remaining read holds: the longest one's remaining
@@ -90,6 +91,9 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 		op = &unlockOp{}
 	}
 	op.c, op.sh, op.kind, op.owner, op.keys = c, sh, kind, owner, keys
+	if c.observed {
+		op.began = c.now()
+	}
 	sh.mu.Lock()
 	h := via
 	// A held hold is the one its key maps to (it leaves the map when it stops being held); a held context of
@@ -428,8 +432,9 @@ func (op *unlockOp) finish(released bool, err error) {
 		h.cancel(cause)
 	}
 	if cause != nil && c.observed {
-		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: c.now() - h.acquired,
-			HandOff: op.handedOver, Err: err})
+		now := c.now()
+		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: now - h.acquired,
+			HandOff: op.handedOver, Err: err, Took: now - op.began, Ctx: h})
 	}
 	if lostCause != nil {
 		c.lost(h, lostCause)
