@@ -88,6 +88,9 @@ func TestUnlockOfALostLockReportsTheLoss(t *testing.T) {
 	if !errors.Is(err, ErrLeaseExpired) || !errors.Is(err, ErrNotHeld) {
 		t.Errorf("Unlock after the lease ran out = %v; want ErrLeaseExpired (and ErrNotHeld)", err)
 	}
+	if _, err = c.Lock("leased").UnlockAsync(held).Get(ctx); !errors.Is(err, ErrLeaseExpired) {
+		t.Errorf("UnlockAsync after the lease ran out = %v; want ErrLeaseExpired", err)
+	}
 
 	// An owner that never held it.
 	err = c.Lock("never").Unlock(WithOwner(ctx, "7"))

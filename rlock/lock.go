@@ -142,7 +142,7 @@ func (lo *lockObject) unlockSync(held context.Context, op string) error {
 	}
 	_, err = u.p.Future().Get(background)
 	u.waited()
-	return err
+	return lostUnlockError(held, lo.kind, lo.name, err)
 }
 
 // unlock releases one hold of the lock by held's owner for an async call (every kind of lock's UnlockAsync).
@@ -150,6 +150,12 @@ func (lo *lockObject) unlock(held context.Context, op string) *future.Future[str
 	u, err := lo.release(held, op, false)
 	if err != nil {
 		return future.Completed(struct{}{}, err)
+	}
+	if h, ok := held.Value(ownerKey{}).(*hold); ok && h.lostBy() != notLost {
+		// Lost before this Unlock: a refusal reports the loss.
+		return future.Then(u.p.Future(), func(_ struct{}, err error) (struct{}, error) {
+			return struct{}{}, lostUnlockError(held, lo.kind, lo.name, err)
+		})
 	}
 	return u.p.Future()
 }

@@ -120,8 +120,8 @@ type ReleasedEvent struct {
 	// Err is nil on success, ErrNotHeld when the server no longer held it for the owner (matching ErrLockLost when
 	// it was lost), or the transport error.
 	Err error
-	// Took is how long the release took, from the Unlock call (or the client's own release of a grant nobody
-	// received) to the server's answer.
+	// Took is how long the release took: from the Unlock call (or the client's own release of a grant nobody
+	// received) to the server's answer; from its last attempt when it handed the lock to a waiter of this client.
 	Took time.Duration
 	// Ctx is the held context that was released (its values are the acquiring context's). Do not keep it.
 	Ctx context.Context

@@ -34,9 +34,10 @@ type unlockOp struct {
 	sync *syncUnlockOp
 
 	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
-	began  time.Duration // when the Unlock was called, for the Observer (set only when there is one)
 	lease  string        // lease re-armed by a partial release
-	sentAt time.Duration // when the attempt in flight was sent
+	// sentAt is when the attempt in flight was sent; for a last hold's release without a next waiter, which does
+	// not need it, when the Unlock began (set only for the Observer: ReleasedEvent.Took).
+	sentAt time.Duration
 	// readLeft is what a read release reported of the owner's remaining read holds: the longest one's remaining
 	// lease (0 or less: none left on the server). Valid when hasReadLeft.
 	readLeft time.Duration
@@ -48,9 +49,6 @@ type unlockOp struct {
 	retried     bool  // an earlier attempt may have run on the server
 	adopted     bool  // expect was corrected from the server's count once
 	attempts    uint8 // retries made
-	// lostBefore is the cause the caller's held context had already ended with when it was lost before this
-	// Unlock (lostLock, lostLease), so that a refusal reports the loss; 0 otherwise.
-	lostBefore lostBy
 	// observed: an acquire of the same owner found this op in flight or queued and waits for its future
 	// (serial.go), so the op is not recycled. Guarded by the shard mutex.
 	observed bool
@@ -92,7 +90,7 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	}
 	op.c, op.sh, op.kind, op.owner, op.keys = c, sh, kind, owner, keys
 	if c.observed {
-		op.began = c.now()
+		op.sentAt = c.now()
 	}
 	sh.mu.Lock()
 	h := via
@@ -106,9 +104,6 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 		sh.queueReleaseLocked(h, op)
 		sh.mu.Unlock()
 		return op
-	}
-	if (h == nil || h.state != holdHeld) && via != nil && via.kind == kind && via.name == name && via.owner == owner {
-		op.lostBefore = via.lostBy()
 	}
 	op.beginLocked(h)
 	sh.mu.Unlock()
@@ -138,17 +133,22 @@ func (h *hold) lostBy() lostBy {
 	return notLost
 }
 
-// notHeldError is Unlock's error when the server did not hold the lock for the owner: ErrNotHeld, or, when the
-// caller's hold was known to this client (it held it until now, or lost it before the Unlock), an error matching
-// the loss as well.
-func (op *unlockOp) notHeldError() error {
-	switch {
-	case op.lostBefore == lostLease:
-		return &unlockLostError{cause: ErrLeaseExpired}
-	case op.lostBefore == lostLock || op.h != nil:
-		return &unlockLostError{cause: ErrLockLost}
+// lostUnlockError is the error of an Unlock through held that the server answered with err: when err is
+// ErrNotHeld and held is a hold of this very lock that this client saw lost before the Unlock, an error matching
+// the loss as well (the op cannot tell: it found no hold to release). It does not block.
+func lostUnlockError(held context.Context, kind holdKind, name string, err error) error {
+	if err != ErrNotHeld || held == nil {
+		return err
 	}
-	return ErrNotHeld
+	if h, ok := held.Value(ownerKey{}).(*hold); ok && h.kind == kind && h.name == name {
+		switch h.lostBy() {
+		case lostLock:
+			return &unlockLostError{cause: ErrLockLost}
+		case lostLease:
+			return &unlockLostError{cause: ErrLeaseExpired}
+		}
+	}
+	return err
 }
 
 // beginLocked prepares the release of one hold of h (nil, or not held any more: nothing recorded here), just
@@ -392,8 +392,9 @@ func (op *unlockOp) resumeNext() {
 // finish records the outcome locally, cancels the held context of a last hold, and completes the caller's future.
 func (op *unlockOp) finish(released bool, err error) {
 	c, sh, h := op.c, op.sh, op.h
-	if err == ErrNotHeld {
-		err = op.notHeldError()
+	if err == ErrNotHeld && h != nil {
+		// The client held it until now: the server lost it (expired, force-unlocked) before this release.
+		err = &unlockLostError{cause: ErrLockLost}
 	} else {
 		err = notLockError(op.keys[0], err)
 	}
@@ -434,7 +435,7 @@ func (op *unlockOp) finish(released bool, err error) {
 	if cause != nil && c.observed {
 		now := c.now()
 		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: now - h.acquired,
-			HandOff: op.handedOver, Err: err, Took: now - op.began, Ctx: h})
+			HandOff: op.handedOver, Err: err, Took: now - op.sentAt, Ctx: h})
 	}
 	if lostCause != nil {
 		c.lost(h, lostCause)
