@@ -324,6 +324,7 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 	if err != nil {
 		lc.settle(outcome{err: err}, false)
 	} else {
+		v = sh.c.published(sh, lc.lo.name, v)
 		lc.settle(lc.queuedOutcome(parseAcquire(v), v), false)
 	}
 	sh.attemptSettled(counted)
@@ -331,6 +332,9 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 
 func (lc *lockCall) onReply(v resp.Value, err error) {
 	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
+	if err == nil {
+		v = sh.c.published(sh, lc.lo.name, v)
+	}
 	lc.settle(lc.queuedOutcome(lc.lo.rules.decode(v, err), v), false)
 	sh.attemptSettled(counted)
 }

@@ -41,6 +41,10 @@ type Client struct {
 	// waitUnsupported: the server (or a proxy) has no WAIT (conn reported conn.ErrWaitUnsupported), so acquires no
 	// longer wait for replicas although Config.SyncReplicas asks for it.
 	waitUnsupported atomic.Bool
+	// The server refused this client a publish (pubDenied) or a subscription (subDenied) for want of permission;
+	// pubRefused counts the messages refused (pubsubdenied.go).
+	pubDenied, subDenied atomic.Bool
+	pubRefused           atomic.Int64
 
 	seed   maphash.Seed
 	shards [numShards]shard
@@ -238,12 +242,15 @@ type Stats struct {
 	Held    int // locks held through this client (one per name and owner, whatever the hold count)
 	Waiters int // calls waiting: acquires queued behind another holder, permits and latches waited for
 	Queues  int // channels with waiters (each has one subscription)
+	// PublishesRefused counts, since the client was created, the wake-up messages of its scripts that the server
+	// refused for want of pub/sub permission (see Observer.PubSubDenied). The operations themselves succeeded.
+	PublishesRefused int64
 }
 
 // Stats returns a snapshot of the client's local lock state. It takes each shard's mutex briefly, so it costs
 // O(shards), not O(locks); it does not block on I/O and is safe for concurrent use.
 func (c *Client) Stats() Stats {
-	var s Stats
+	s := Stats{PublishesRefused: c.pubRefused.Load()}
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()

@@ -53,6 +53,9 @@ func (c *Client) callAttempt(ctx context.Context, cmd conn.Cmd, p *future.Promis
 				return
 			}
 		}
+		if err == nil && cmd.Script != nil && len(cmd.Keys) > 0 {
+			v = c.published(nil, cmd.Keys[0], v)
+		}
 		p.Complete(v, c.mapErr(err))
 	})
 }

@@ -261,7 +261,11 @@ func (lc *lockCall) leave() {
 	try = func() {
 		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
 			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
-			if err == nil || c.closed.Load() {
+			if err == nil {
+				c.published(lc.sh, lc.lo.name, v)
+				return
+			}
+			if c.closed.Load() {
 				return
 			}
 			if c.now() >= give {

@@ -1,10 +1,6 @@
 package rlock
 
-import (
-	"strconv"
-
-	"github.com/locksmith-go/locksmith/conn"
-)
+import "strconv"
 
 // The plain lock's scripts. The lock itself is Redisson's (see scripts.go); beside it, in its hash slot, this
 // package keeps a queue of the waiters of every client, so that a release passes the lock to the waiter that came
@@ -98,7 +94,7 @@ local function handOver(e, mine)
     grant(o, l, n)
     if u == mine then return true, n end
   end
-  redis.call(publish, KEYS[5] .. ':' .. u, k .. n)
+  pub(KEYS[5] .. ':' .. u, k .. n)
   return k == 'g', false
 end
 `
@@ -128,7 +124,7 @@ const queuePassOnLua = `local function passOn(mine, nxt)
       grant(nxt.o, nxt.l, nxt.n)
       return nxt.n
     end
-    redis.call(publish, KEYS[2], '0')
+    pub(KEYS[2], '0')
     return 1
   end
   local chain = redis.call('zscore', KEYS[4], ':chain')
@@ -138,9 +134,9 @@ const queuePassOnLua = `local function passOn(mine, nxt)
     redis.call('del', KEYS[1])
     redis.call('zrem', KEYS[4], ':chain')
     redis.call('zadd', KEYS[4], now + ` + gapMillis + `, ':gap')
-    redis.call(publish, KEYS[2], '0')
+    pub(KEYS[2], '0')
     local k, l, n, o, u = parse(head)
-    redis.call(publish, KEYS[5] .. ':' .. u, 'w' .. n)
+    pub(KEYS[5] .. ':' .. u, 'w' .. n)
     return 1
   end
   redis.call('del', KEYS[1])
@@ -298,7 +294,7 @@ end
     redis.call('pexpire', KEYS[1], string.match(ARGV[6], '^%a(%d+)$'))
     return n
   end
-  redis.call(publish, KEYS[2], ARGV[4])
+  pub(KEYS[2], ARGV[4])
   return 1
 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[4], ':g:' .. ARGV[1])
@@ -345,4 +341,4 @@ end
 if removed > 0 then return 1 end
 return 0`
 
-var leaveScript = conn.NewScript(leaveSrc)
+var leaveScript = newScript(leaveSrc)

@@ -35,10 +35,12 @@ type Observer interface {
 	// Connection is called for every change in the transport's connections (connected, lost, reconnected,
 	// failover, resubscribed): the events conn.Config.OnEvent receives, which is still called first when set.
 	Connection(conn.Event)
-	// PublishDenied is called once per Client, the first time the server refused a message that a script of this
-	// package publishes (the Redis user lacks the channel's permission or +publish/+spublish). The script's
-	// writes took effect and the call reports its own outcome; only the wake-up message was lost.
-	PublishDenied(PublishDeniedEvent)
+	// PubSubDenied is called the first time the server refuses this Client a pub/sub permission: once for a
+	// message a script of this package published (the Redis user lacks the channel, or +publish/+spublish: the
+	// script did all it does and the call reports its own outcome, only the wake-up was lost), and once for a
+	// subscription (the user lacks the channel or +subscribe/+ssubscribe: waiters then rely on their bounds). See
+	// the package documentation, "Redis permissions (ACL)".
+	PubSubDenied(PubSubDeniedEvent)
 }
 
 // AcquireOutcome says how an acquire that did not get the lock ended. Its String is a short lower-case label,
@@ -90,11 +92,12 @@ type AcquireFailedEvent struct {
 	Ctx context.Context
 }
 
-// PublishDeniedEvent describes the server's refusal of a message a script published.
-type PublishDeniedEvent struct {
-	Name    string // the object (lock, semaphore, latch) whose script published
-	Channel string // the channel the message was for, "" when the server's reply did not say
-	Err     string // the server's error message
+// PubSubDeniedEvent describes the server's first refusal of a pub/sub permission.
+type PubSubDeniedEvent struct {
+	Command string // "publish" (a script's message) or "subscribe" (a waiter's subscription)
+	Name    string // the object (lock, semaphore, latch) whose script published; "" for a subscription
+	Channel string // the channel refused
+	Err     error  // the server's error reply (a *resp.ServerError)
 }
 
 // AcquiredEvent describes one successful acquisition.
@@ -166,8 +169,8 @@ func (NopObserver) AcquireFailed(AcquireFailedEvent) {}
 // Connection does nothing.
 func (NopObserver) Connection(conn.Event) {}
 
-// PublishDenied does nothing.
-func (NopObserver) PublishDenied(PublishDeniedEvent) {}
+// PubSubDenied does nothing.
+func (NopObserver) PubSubDenied(PubSubDeniedEvent) {}
 
 var _ Observer = NopObserver{}
 
@@ -194,6 +197,6 @@ func (c callbackObserver) Connection(e conn.Event) {
 	future.RunAsCallback(func() { c.o.Connection(e) })
 }
 
-func (c callbackObserver) PublishDenied(e PublishDeniedEvent) {
-	future.RunAsCallback(func() { c.o.PublishDenied(e) })
+func (c callbackObserver) PubSubDenied(e PubSubDeniedEvent) {
+	future.RunAsCallback(func() { c.o.PubSubDenied(e) })
 }

@@ -19,7 +19,7 @@ type recorder struct {
 	failed   []AcquireFailedEvent
 	released []ReleasedEvent
 	conns    []conn.Event
-	denied   []PublishDeniedEvent
+	denied   []PubSubDeniedEvent
 	signal   chan string
 }
 
@@ -60,7 +60,7 @@ func (r *recorder) Connection(e conn.Event) {
 	r.note("conn:" + e.Kind.String())
 }
 
-func (r *recorder) PublishDenied(e PublishDeniedEvent) {
+func (r *recorder) PubSubDenied(e PubSubDeniedEvent) {
 	r.mu.Lock()
 	r.denied = append(r.denied, e)
 	r.mu.Unlock()

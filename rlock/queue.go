@@ -353,8 +353,13 @@ func (c *Client) subscribeOne(q *queue, key string, handler func(conn.Message), 
 		if err == nil || c.closed.Load() {
 			return
 		}
-		c.log.Warn("rlock: cannot subscribe to the channel; waiters retry at their bounds until it works",
-			"channel", key, "err", err)
+		delay := c.cfg.RetryDelay
+		if c.subscribeRefused("", key, err) {
+			delay = max(delay, pubSubDeniedRetry) // logged once: the ACL is not fixed by asking again at once
+		} else {
+			c.log.Warn("rlock: cannot subscribe to the channel; waiters retry at their bounds until it works",
+				"channel", key, "err", err)
+		}
 		c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) {
 			q.sh.mu.Lock()
 			retry := !q.dead && *sub == nil
@@ -365,7 +370,7 @@ func (c *Client) subscribeOne(q *queue, key string, handler func(conn.Message), 
 			if retry {
 				c.subscribeOne(q, key, handler, sub)
 			}
-		}), c.cfg.RetryDelay)
+		}), delay)
 	})
 }
 

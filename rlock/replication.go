@@ -46,6 +46,9 @@ func (lc *lockCall) sendSynced() {
 func (lc *lockCall) onSyncedReply(r conn.WaitResult, err error) {
 	sh, counted := lc.sh, lc.takeCounted()
 	defer sh.attemptSettled(counted) // once the reply is settled (or its grant given back)
+	if err == nil {
+		r.Reply = sh.c.published(sh, lc.lo.name, r.Reply)
+	}
 	var o outcome
 	switch {
 	case lc.lo.rules != nil:

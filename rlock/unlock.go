@@ -33,8 +33,8 @@ type unlockOp struct {
 	// failure included).
 	sync *syncUnlockOp
 
-	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
-	lease  string        // lease re-armed by a partial release
+	expect int64  // hold count the owner is expected to have; 0: unknown (no local hold)
+	lease  string // lease re-armed by a partial release
 	// sentAt is when the attempt in flight was sent; for a last hold's release without a next waiter, which does
 	// not need it, when the Unlock began (set only for the Observer: ReleasedEvent.Took).
 	sentAt time.Duration
@@ -202,11 +202,13 @@ func (c *Client) releaseOrphan(kind holdKind, name, owner string, count int64) {
 		return
 	}
 	s, keys, args := c.releaseCmd(kind, c.releaseKeys(kind, name, owner), owner, count, c.cfg.watchdogMillis)
-	c.conn.Eval(background, s, keys, args...).OnComplete(func(_ resp.Value, err error) {
+	c.conn.Eval(background, s, keys, args...).OnComplete(func(v resp.Value, err error) {
 		if err != nil {
 			c.log.Warn("rlock: releasing an orphaned grant failed; it ends with its lease",
 				"lock", name, "owner", owner, "err", err)
+			return
 		}
+		c.published(nil, name, v)
 	})
 }
 
@@ -367,6 +369,7 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		op.finish(false, op.c.mapErr(err))
 		return
 	}
+	v = op.c.published(op.sh, op.keys[0], v)
 	if op.kind == kindRead && v.Type == resp.Array && len(v.Elems) == 2 && v.Elems[1].Type == resp.Integer {
 		// [0, left]: one read hold released, the owner keeps others, the longest of which lasts left ms more.
 		op.readLeft, op.hasReadLeft = time.Duration(v.Elems[1].Int)*time.Millisecond, true

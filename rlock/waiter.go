@@ -446,6 +446,9 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 // armLocked arms w's timer at its wait deadline, or earlier after bound when bound > 0. With neither, w has no
 // timer (a waiter behind the head of a queue, without deadline: the head's progress moves it).
 func (w *waiter) armLocked(bound time.Duration) {
+	if bound > recheckBound && w.q != nil && w.q.key != "" {
+		bound = w.sh.c.capBound(bound) // no message may come: see pubsubdenied.go
+	}
 	if bound <= 0 && w.deadline == 0 {
 		w.stopTimerLocked() // nothing to arm, and no clock to read
 		return

@@ -4,31 +4,38 @@ import (
 	"strings"
 )
 
-// aclCommands are the commands an rlock user must be allowed, measured against redis-server 7.0 with ACL SETUSER
-// (README.md, "Redis permissions"): PING and CLIENT SETNAME in the connection handshake, EVALSHA and SCRIPT LOAD
-// (sent once after NOSCRIPT) for the lock scripts, SUBSCRIBE for a wait, and what the scripts call — Redis checks
-// the commands a script runs against the calling user too.
+// aclCommands are the commands an rlock user must be allowed: the plain Lock's minimal ACL (docs/acl.md, measured
+// against redis-server 7.0 by the integration tests) plus CLIENT SETNAME, which rlock sends in the connection
+// handshake. Redis checks the commands a script runs against the calling user too, so the scripts' commands are
+// here: the lock's own and those of the queue of waiters kept beside it.
 var aclCommands = []string{
-	"+ping", "+client|setname", "+evalsha", "+script|load", "+subscribe",
-	"+exists", "+hexists", "+hincrby", "+hget", "+hgetall", "+pexpire", "+pttl", "+type", "+del", "+publish",
+	"+ping", "+client|setname", "+evalsha", "+script|load", "+subscribe", "+unsubscribe",
+	"+exists", "+hexists", "+hget", "+hgetall", "+hincrby", "+hset", "+del", "+pexpire", "+pttl", "+persist", "+type",
+	"+time", "+publish", "+lindex", "+llen", "+lpop", "+lrem", "+rpush", "+zadd", "+zrem", "+zscore",
 }
 
-// lockChannel is the channel a lock's releases are published on, Redisson's prefixName: the name in braces,
-// unless it has braces of its own. The scripts get it as a key, so a user needs key access to it as well as the
-// channel.
-func lockChannel(name string) string {
+// prefixName is Redisson's name of a lock's auxiliary key or channel: prefix:{name}, or prefix:name when the name
+// has braces of its own.
+func prefixName(prefix, name string) string {
 	if strings.Contains(name, "{") {
-		return "redisson_lock__channel:" + name
+		return prefix + ":" + name
 	}
-	return "redisson_lock__channel:{" + name + "}"
+	return prefix + ":{" + name + "}"
 }
 
-// aclRules returns the ACL rules that let a Redis user run every rlock subcommand on the lock name: its key, its
-// channel as a key and as a channel, and aclCommands. Names are glob patterns in ACL rules, so the name's glob
-// characters are escaped.
+// lockChannel is the channel a lock's releases are published on.
+func lockChannel(name string) string { return prefixName("redisson_lock__channel", name) }
+
+// aclRules returns the ACL rules that let a Redis user run every rlock subcommand on the lock name: its key, the
+// keys the scripts are given (the release channel, the queue of waiters, their deadlines, the prefix of the
+// clients' grant channels), the release channel and the grant channels, and aclCommands. Names are glob patterns
+// in ACL rules, so the name's glob characters are escaped.
 func aclRules(name string) []string {
 	ch := globEscape(lockChannel(name))
-	return append([]string{"~" + globEscape(name), "~" + ch, "&" + ch}, aclCommands...)
+	grant := globEscape(prefixName("locksmith_lock__channel", name))
+	return append([]string{"~" + globEscape(name), "~" + ch, "~" + globEscape(prefixName("locksmith_lock_queue", name)),
+		"~" + globEscape(prefixName("locksmith_lock_timeout", name)), "~" + grant, "&" + ch, "&" + grant + ":*"},
+		aclCommands...)
 }
 
 // globEscape escapes the characters Redis's glob patterns treat specially (stringmatchlen: * ? [ ] \).
