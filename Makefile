@@ -30,7 +30,7 @@ fuzz:
 # Ten minutes of mixed lock load with every fault kind, then the mutual-exclusion
 # checker and flat resources (goroutines, heap, server keys, channels). Not in CI.
 soak: deps
-	$(GO) run ./chaos/cmd/soak -duration $(SOAKTIME)
+	$(GO) run ./internal/chaos/cmd/soak -duration $(SOAKTIME)
 
 # The main job: starts its own redis-server on loopback, runs every workload for
 # locksmith and the peer libraries side by side with the server ceiling, prints
