@@ -216,7 +216,7 @@ func TestE2ESignalsAreForwarded(t *testing.T) {
 	srv := redistest.Start(t)
 	p := startRlock(t, srv, execArgs(nil, "job", helper(t, "signals"))...)
 	p.stdout.expect(t, "ready")
-	for _, s := range []syscall.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
+	for _, s := range []syscall.Signal{sigUSR1, sigUSR2, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
 		p.signal(t, s)
 		if got := p.stdout.next(t); got != sigName(s) {
 			t.Fatalf("sent %s to rlock; the command reported %q", sigName(s), got)

@@ -250,7 +250,7 @@ func TestExecSignalWhileWaitingGivesUp(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := h.start(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "touch", marker)...)...)
 	h.stderr.nextEvent(t, "waiting")
-	r.signal(t, syscall.SIGUSR1) // ignored while waiting: nobody to forward it to
+	r.signal(t, sigUSR1) // ignored while waiting: nobody to forward it to
 	r.signal(t, syscall.SIGINT)
 	if code := r.wait(t); code != 128+int(syscall.SIGINT) {
 		t.Fatalf("code %d, want %d", code, 128+int(syscall.SIGINT))
@@ -271,7 +271,7 @@ func TestExecForwardsSignalsToTheCommand(t *testing.T) {
 	h := newHarness(t)
 	r := h.start(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "signals")...)...)
 	h.stdout.expect(t, "ready")
-	for _, s := range []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
+	for _, s := range []os.Signal{sigUSR1, sigUSR2, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
 		r.signal(t, s)
 		if got := h.stdout.next(t); got != sigName(s) {
 			t.Fatalf("the command reported %q after rlock got %s", got, sigName(s))
@@ -297,7 +297,7 @@ func TestExecDoesNotForwardTerminalSignalsTwice(t *testing.T) {
 	r := h.start(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "signals")...)...)
 	h.stdout.expect(t, "ready")
 	r.signal(t, syscall.SIGINT) // the terminal already sent it to the command's group
-	r.signal(t, syscall.SIGUSR1)
+	r.signal(t, sigUSR1)
 	if got := h.stdout.next(t); got != "SIGUSR1" {
 		t.Fatalf("the command's first signal is %q, want SIGUSR1 (SIGINT must not be forwarded)", got)
 	}

@@ -11,7 +11,7 @@ import (
 // waits for the lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT make it give up (exit 128+N); SIGUSR1 and SIGUSR2 are
 // ignored, as there is nobody to pass them to yet.
 var forwardedSignals = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, sigUSR1, sigUSR2,
 }
 
 // givesUp reports whether s ends a wait for the lock.
@@ -34,9 +34,9 @@ func sigName(s os.Signal) string {
 		return "SIGHUP"
 	case syscall.SIGQUIT:
 		return "SIGQUIT"
-	case syscall.SIGUSR1:
+	case sigUSR1:
 		return "SIGUSR1"
-	case syscall.SIGUSR2:
+	case sigUSR2:
 		return "SIGUSR2"
 	case syscall.SIGKILL:
 		return "SIGKILL"
