@@ -15,10 +15,7 @@ import (
 func plan(o options) []workload.Spec {
 	libs := slices.Clone(o.libs)
 	slices.SortStableFunc(libs, func(a, b string) int { return boolInt(!isOurs(a)) - boolInt(!isOurs(b)) })
-	var lockLibs []string // libraries with lock semantics (everything but ours-conn unless asked)
-	for _, l := range libs {
-		lockLibs = append(lockLibs, l)
-	}
+	lockLibs := slices.Clone(libs) // libraries with lock semantics (everything but ours-conn unless asked)
 	var cases []workload.Spec
 	add := func(w, lib string, g, keys int) *workload.Spec {
 		s := workload.Spec{

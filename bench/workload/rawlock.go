@@ -96,7 +96,7 @@ type rawHeld struct {
 func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
 	owner := l.id + ":" + strconv.FormatUint(l.next.Add(1), 10)
 	keys, args := AcquireArgs(name, l.leaseMs, owner)
-	ttl, granted, err := l.acquire(ctx, keys, args)
+	_, granted, err := l.acquire(ctx, keys, args)
 	if err != nil || granted {
 		return l.held(name, owner, err)
 	}
@@ -107,7 +107,7 @@ func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
 	defer l.unsubscribe(UnlockChannel(name), sub)
 	var timer *time.Timer
 	for {
-		ttl, granted, err = l.acquire(ctx, keys, args)
+		ttl, granted, err := l.acquire(ctx, keys, args)
 		if err != nil || granted {
 			return l.held(name, owner, err)
 		}
