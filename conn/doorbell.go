@@ -19,6 +19,7 @@ import (
 // in a build with the locksmith_portable tag, the engine has none and every connection falls back to gnet's Wake
 // (doorbell_portable.go): the same flush, one closure allocation per wake-up.
 type doorbell struct {
+	//lint:ignore U1000 the portable build has no socketpair (doorbell_portable.go)
 	wfd  int         // write end of the socketpair, non-blocking; closed by engine.stop after the loops exit
 	rung atomic.Bool // a byte is (about to be) in flight; cleared by the loop before it drains the stack
 
