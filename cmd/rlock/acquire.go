@@ -26,9 +26,22 @@ type acquirer struct {
 	quiet  bool   // -q: a busy lock (exit 75) is not reported without -v; the exit code says it
 }
 
-// acquire takes the lock. It returns the held context, the owner and the time of the grant, or false and the exit
-// code when the lock was not acquired (timeout, signal, error: each already reported).
-func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, code int, ok bool) {
+// grant is an acquired lock.
+type grant struct {
+	held  context.Context // cancelled, with a cause, when the lock stops being held
+	owner string
+	at    time.Time // when the acquire returned
+	// leaseFrom is when the lease began at the latest, as far as rlock can tell: before the first attempt was
+	// sent when that attempt got the lock, else when the acquire returned (the last attempt of a wait was sent
+	// one round trip earlier, which the fixed lease's stop margin covers).
+	leaseFrom time.Time
+}
+
+// acquire takes the lock. It returns the grant, or false and the exit code when the lock was not acquired
+// (timeout, signal, error: each already reported).
+func (x *acquirer) acquire() (g grant, code int, ok bool) {
+	var held context.Context
+	var owner string
 	start := time.Now()
 	a := acquisition{Name: x.name, Lease: x.lease, Owner: x.owner}
 	attempt := func(a acquisition) (os.Signal, error) {
@@ -39,6 +52,7 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 		})
 	}
 	sig, err := attempt(a) // Wait 0: a single attempt, the whole acquire when the lock is free
+	leaseFrom := start
 	if sig == nil && errors.Is(err, rlock.ErrNotAcquired) && x.wait != 0 {
 		var st lockStatus
 		if st, sig = x.status(); sig == nil {
@@ -47,8 +61,9 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 				a.Wait = max(x.wait-time.Since(start), 0)
 			}
 			x.rep.emit(x.busyEvent(evWaiting, st, time.Since(start)), info,
-				fmt.Sprintf("%s is %s; waiting %s", x.name, describeHolders(st), waitText(x.wait)))
+				fmt.Sprintf("%s is %s; waiting %s", shown(x.name), describeHolders(st), waitText(x.wait)))
 			sig, err = attempt(a)
+			leaseFrom = time.Now()
 		}
 	}
 	switch {
@@ -60,32 +75,32 @@ func (x *acquirer) acquire() (held context.Context, owner string, at time.Time, 
 			cancel()
 		}
 		x.rep.emit(event{Event: evInterrupted, Name: x.name, Signal: sigName(sig), WaitedMS: ms(time.Since(start))}, problem,
-			fmt.Sprintf("gave up waiting for %s (%s)%s", x.name, sigName(sig), x.notRun))
-		return nil, "", time.Time{}, sigCode(sig), false
+			fmt.Sprintf("gave up waiting for %s (%s)%s", shown(x.name), sigName(sig), x.notRun))
+		return grant{}, sigCode(sig), false
 	case errors.Is(err, rlock.ErrNotAcquired):
 		st, sig := x.status()
 		if sig != nil {
-			return nil, "", time.Time{}, sigCode(sig), false
+			return grant{}, sigCode(sig), false
 		}
 		k := problem
 		if x.quiet {
 			k = info
 		}
 		x.rep.emit(x.busyEvent(evTimeout, st, time.Since(start)), k,
-			fmt.Sprintf("could not acquire %s within %v: it is %s%s", x.name, x.wait, describeHolders(st), x.notRun))
-		return nil, "", time.Time{}, exitNotAcquired, false
+			fmt.Sprintf("could not acquire %s within %v: it is %s%s", shown(x.name), x.wait, describeHolders(st), x.notRun))
+		return grant{}, exitNotAcquired, false
 	case err != nil:
-		return nil, "", time.Time{}, x.rep.fail(describe(err, x.addr, x.name), x.name), false
+		return grant{}, x.rep.fail(describe(err, x.addr, x.name), x.name), false
 	}
-	at = time.Now()
+	at := time.Now()
 	leaseText := fmt.Sprintf("watchdog lease %v, renewed every %v", x.wd, x.wd/3)
 	ev := event{Event: evAcquired, Name: x.name, Owner: owner, WaitedMS: ms(at.Sub(start)), LeaseMS: ms(x.wd), Watchdog: true}
 	if x.lease > 0 {
 		leaseText = fmt.Sprintf("fixed lease %v", x.lease)
 		ev.LeaseMS, ev.Watchdog = ms(x.lease), false
 	}
-	x.rep.emit(ev, info, fmt.Sprintf("acquired %s as %s %s (%s)", x.name, owner, afterText(at.Sub(start)), leaseText))
-	return held, owner, at, exitOK, true
+	x.rep.emit(ev, info, fmt.Sprintf("acquired %s as %s %s (%s)", shown(x.name), shown(owner), afterText(at.Sub(start)), leaseText))
+	return grant{held: held, owner: owner, at: at, leaseFrom: leaseFrom}, exitOK, true
 }
 
 // status reads the lock's holders for a message; a failure to read them only makes the message vaguer. A signal

@@ -131,7 +131,7 @@ func TestDescribeSaysWhatToDo(t *testing.T) {
 		{connect(fmt.Errorf("AUTH: %w", resp.NewServerError("WRONGPASS invalid username-password pair"))),
 			exitUnavailable, "refused the user name or password"},
 		{resp.NewServerError("READONLY You can't write against a read only replica."), exitUnavailable, "point -addr at the master"},
-		{resp.NewServerError("NOPERM this user has no permissions to run the 'evalsha' command"), exitUnavailable, "grant it EVALSHA"},
+		{resp.NewServerError("NOPERM this user has no permissions to run the 'evalsha' command"), exitUnavailable, "+evalsha +script|load"},
 		{resp.NewServerError("WRONGTYPE Operation against a key holding the wrong kind of value"), exitSoftware, `the key "job" exists and is not a lock`},
 		{connect(&net.DNSError{Err: "no such host", Name: "redis.internal", IsNotFound: true}), exitUnavailable, "cannot resolve"},
 		{connect(&timeoutErr{}), exitUnavailable, "within the dial timeout"},
@@ -162,7 +162,8 @@ func TestAddrFlagMasksThePassword(t *testing.T) {
 		"rediss://u@h:1?x=1":     "rediss://u@h:1?x=1",
 		"not a url %%":           "not a url %%",
 	} {
-		a := addrValue(in)
+		a := addrValue{c: &common{red: &redactor{}}}
+		_ = a.Set(in)
 		if got := a.String(); got != want {
 			t.Errorf("%q shown as %q, want %q", in, got, want)
 		}

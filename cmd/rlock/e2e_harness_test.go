@@ -40,7 +40,7 @@ func startRlock(t *testing.T, srv *redistest.Server, args ...string) *proc {
 	if srv != nil {
 		p.cmd.Env = append(p.cmd.Env, "REDIS_URL="+srv.URL())
 	}
-	p.cmd.SysProcAttr = harnessProcAttr()
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting rlock: %v", err)
 	}

@@ -99,60 +99,79 @@ func (o *ttyOutput) waitForLine(t *testing.T, line string, seen []string) []stri
 	}
 }
 
-// Ctrl-C on a terminal reaches the command once: the terminal signals the whole foreground process group, command
-// included, so rlock must not forward its own copy. A signal sent to rlock alone is still forwarded.
-func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
-	srv := redistest.Start(t)
+// ttyRun is a process started as the session leader of a new pseudo-terminal, with the terminal as its standard
+// streams: its process group is the terminal's foreground group, as a job a person starts from a shell.
+type ttyRun struct {
+	cmd    *exec.Cmd
+	master *os.File
+	out    *ttyOutput
+	exited chan struct{}
+}
+
+// startOnTerminal starts argv on a new pseudo-terminal, talking to srv through REDIS_URL.
+func startOnTerminal(t *testing.T, srv *redistest.Server, argv []string) *ttyRun {
+	t.Helper()
 	master, slave := openPTY(t)
-	out := readTTY(t, master)
-	cmd := exec.Command(rlockBinary(t), append([]string{"-v", "exec", "job", "--"}, helper(t, "signals")...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.Env = append(os.Environ(), helperEnv+"=1", goraceEnv(), "REDIS_URL="+srv.URL())
-	// A session of its own with the pty as controlling terminal: rlock is the foreground process group, as when a
-	// person runs it from a shell.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	r := &ttyRun{master: master, out: readTTY(t, master), exited: make(chan struct{})}
+	r.cmd = exec.Command(argv[0], argv[1:]...)
+	r.cmd.Stdin, r.cmd.Stdout, r.cmd.Stderr = slave, slave, slave
+	r.cmd.Env = append(os.Environ(), helperEnv+"=1", goraceEnv(), "REDIS_URL="+srv.URL())
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0, Pdeathsig: syscall.SIGKILL}
+	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	slave.Close()
-	exited := make(chan struct{})
-	// Owner: this test. Exits with the process; received below or in the cleanup (which kills it first).
+	// Owner: the test. Exits with the process; received in wait or in the cleanup (which kills it first).
 	go func() {
-		_ = cmd.Wait()
-		close(exited)
+		_ = r.cmd.Wait()
+		close(r.exited)
 	}()
 	t.Cleanup(func() {
 		select {
-		case <-exited:
+		case <-r.exited:
 		default:
-			_ = cmd.Process.Kill()
-			<-exited
+			_ = r.cmd.Process.Kill()
+			<-r.exited
 		}
 	})
+	return r
+}
 
-	seen := out.waitFor(t, "ready", nil)
-	if _, err := master.Write([]byte{0x03}); err != nil { // Ctrl-C
+// wait returns the process's exit code.
+func (r *ttyRun) wait(t *testing.T, seen []string) int {
+	t.Helper()
+	select {
+	case <-r.exited:
+	case <-time.After(testTimeout):
+		t.Fatalf("%s did not exit; output:\n%s", r.cmd.Args[0], joined(seen))
+	}
+	return r.cmd.ProcessState.ExitCode()
+}
+
+// Ctrl-C on a terminal reaches the command once: the command's process group is the terminal's foreground group,
+// so the terminal signals it, and rlock, in the background, gets no copy to forward. A signal sent to rlock is
+// forwarded.
+func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	r := startOnTerminal(t, srv, append([]string{rlockBinary(t), "-v", "exec", "job", "--"}, helper(t, "signals")...))
+	seen := r.out.waitFor(t, "ready", nil)
+	if _, err := r.master.Write([]byte{0x03}); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
-	seen = out.waitFor(t, "SIGINT came from the terminal", seen)
-	if err := cmd.Process.Signal(syscall.SIGUSR1); err != nil { // to rlock alone: forwarded
+	seen = r.out.waitForLine(t, "SIGINT", seen)
+	if err := r.cmd.Process.Signal(syscall.SIGUSR1); err != nil { // to rlock alone: forwarded
 		t.Fatal(err)
 	}
-	seen = out.waitFor(t, "forwarded SIGUSR1", seen)
+	seen = r.out.waitFor(t, "forwarded SIGUSR1", seen)
 	// Wait until the command itself reported SIGUSR1 before sending SIGTERM: two signals pending on a
 	// multi-threaded process may be taken by two threads and reach its signal channel in either order, and the
 	// helper exits on SIGTERM (a clean-clone CI run lost SIGUSR1 that way).
-	seen = out.waitForLine(t, "SIGUSR1", seen)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	seen = r.out.waitForLine(t, "SIGUSR1", seen)
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	seen = out.waitFor(t, "released job", seen)
-	select {
-	case <-exited:
-	case <-time.After(testTimeout):
-		t.Fatal("rlock did not exit")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 0 {
+	seen = r.out.waitFor(t, "released job", seen)
+	if code := r.wait(t, seen); code != 0 {
 		t.Fatalf("exit %d; output:\n%s", code, joined(seen))
 	}
 	count := map[string]int{}
@@ -163,4 +182,80 @@ func TestE2ECtrlCOnATerminalReachesTheCommandOnce(t *testing.T) {
 		t.Fatalf("the command reported SIGINT %d, SIGUSR1 %d, SIGTERM %d times, want once each; output:\n%s",
 			count["SIGINT"], count["SIGUSR1"], count["SIGTERM"], joined(seen))
 	}
+}
+
+// Ctrl-Z stops the command's group, which holds the terminal; the shell would regain the terminal only if rlock
+// stopped too, and then nothing would renew the lock. The supervisor continues the command at once, rlock says
+// why, and the terminal still works: Ctrl-C reaches the command.
+func TestE2ECtrlZDoesNotLeaveTheTerminalStuck(t *testing.T) {
+	srv := redistest.Start(t)
+	r := startOnTerminal(t, srv, append([]string{rlockBinary(t), "exec", "job", "--"}, helper(t, "signals")...))
+	seen := r.out.waitFor(t, "ready", nil)
+	if _, err := r.master.Write([]byte{0x1a}); err != nil { // Ctrl-Z
+		t.Fatal(err)
+	}
+	seen = r.out.waitFor(t, "SIGTSTP stopped", seen)
+	if _, err := r.master.Write([]byte{0x03}); err != nil { // Ctrl-C
+		t.Fatal(err)
+	}
+	seen = r.out.waitForLine(t, "SIGINT", seen)
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t, seen); code != 0 {
+		t.Fatalf("exit %d; output:\n%s", code, joined(seen))
+	}
+}
+
+// An interactive command keeps the terminal: its process group becomes the terminal's foreground group, so it can
+// read from it (a background group that reads is stopped by SIGTTIN), and rlock's group gets the terminal back
+// when the command is done. A "shell" helper runs rlock as its foreground job and checks the latter.
+func TestE2EInteractiveCommandHasTheTerminalAndRlockGetsItBack(t *testing.T) {
+	srv := redistest.Start(t)
+	r := startOnTerminal(t, srv, helper(t, append([]string{"jobshell", rlockBinary(t), "exec", "job", "--"},
+		helper(t, "readline")...)...))
+	seen := r.out.waitFor(t, "ready", nil)
+	if _, err := r.master.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	seen = r.out.waitFor(t, "got: hello", seen)
+	seen = r.out.waitFor(t, "foreground", seen)
+	if last := seen[len(seen)-1]; last != "foreground restored" {
+		t.Fatalf("after rlock: %q; output:\n%s", last, joined(seen))
+	}
+	r.wait(t, seen)
+}
+
+// rlock started in the background of its terminal: the command stays in the background, and stops (SIGTTIN) when
+// it reads the terminal, as any background job. When the shell brings rlock to the foreground (fg: the terminal
+// to rlock's group, then SIGCONT), rlock passes both on: the command's group gets the terminal, is continued, and
+// reads.
+func TestE2EBackgroundCommandGetsTheTerminalOnFg(t *testing.T) {
+	srv := redistest.Start(t)
+	r := startOnTerminal(t, srv, helper(t, append([]string{"bgjob", rlockBinary(t), "exec", "job", "--"},
+		helper(t, "readline")...)...))
+	seen := r.out.waitFor(t, "ready", nil)
+	pid := strings.Fields(seen[len(seen)-1])[1]
+	// The command reads the terminal from the background: SIGTTIN stops it. No event says so; its state does.
+	for deadline := time.Now().Add(testTimeout); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:])); f[0] == "T" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the command (pid %s) did not stop reading from the background: %s", pid, stat)
+		}
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGUSR1); err != nil { // the shell's fg
+		t.Fatal(err)
+	}
+	if _, err := r.master.Write([]byte("hello\n")); err != nil {
+		t.Fatal(err)
+	}
+	seen = r.out.waitFor(t, "got: hello", seen)
+	seen = r.out.waitFor(t, "job done", seen)
+	r.wait(t, seen)
 }

@@ -17,11 +17,12 @@ const (
 	evInterrupted = "interrupted"    // a signal ended the wait (signal); exit 128+N
 	evStarted     = "started"        // the command started (pid, command)
 	evSignal      = "signal"         // a signal for the command (signal, pid; from_terminal: the terminal sent it to both)
-	evLost        = "lost"           // the lock stopped being held while the command ran (cause, pid, signal SIGTERM)
-	evKilled      = "killed"         // the command outlived -grace after the loss and was sent SIGKILL (pid)
+	evLost        = "lost"           // the lock stopped being held, or its fixed lease is about to, while the command ran (cause, pid, signal SIGTERM)
+	evKilled      = "killed"         // the command's group outlived -grace after SIGTERM and was sent SIGKILL (pid)
 	evExited      = "exited"         // the command ended (exit_code, or signal; ran_ms)
+	evLeftovers   = "leftovers"      // processes the command started outlived it in its group and got SIGTERM (pid, signal)
 	evReleased    = "released"       // the lock was released (held_ms)
-	evReleaseFail = "release_failed" // the release failed (error); the lock ends with its lease
+	evReleaseFail = "release_failed" // the release failed (error; cause not_held when the lock was gone): a warning
 	evStatus      = "status"         // the result of `status`
 	evForced      = "force_unlocked" // the result of `force-unlock` (deleted)
 	evUnlocked    = "unlocked"       // the result of `unlock` (holds_left)
@@ -34,7 +35,9 @@ type event struct {
 	Event    string   `json:"event"`
 	TimeMS   int64    `json:"time_ms"`
 	Name     string   `json:"name,omitempty"`
+	NameB64  string   `json:"name_b64,omitempty"` // the name's bytes when it is not valid UTF-8 (see untrusted.go)
 	Owner    string   `json:"owner,omitempty"`
+	OwnerB64 string   `json:"owner_b64,omitempty"` // likewise for the owner id
 	Locked   *bool    `json:"locked,omitempty"`
 	Owners   []holder `json:"owners,omitempty"`
 	Mode     string   `json:"mode,omitempty"`
@@ -83,6 +86,7 @@ type reporter struct {
 	diag    io.Writer
 	json    bool
 	verbose bool
+	red     *redactor        // the URL's secrets, removed from every JSON string (nil: none)
 	nowFunc func() time.Time // nil: time.Now
 }
 
@@ -99,7 +103,7 @@ func (r *reporter) emit(e event, k kind, human string) {
 	)
 	switch {
 	case r.json:
-		b, err := json.Marshal(e)
+		b, err := json.Marshal(r.safeEvent(e))
 		if err != nil {
 			// Every field is a plain value, so Marshal cannot fail; say so rather than lose the event silently.
 			b = fmt.Appendf(nil, `{"event":"error","error":%q}`, err.Error())
@@ -115,6 +119,30 @@ func (r *reporter) emit(e event, k kind, human string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	_, _ = w.Write(line) // there is nowhere to report a failed write of rlock's own output
+}
+
+// safeEvent prepares e for JSON: the strings lose the URL's secrets (JSON escapes some characters, so the
+// safeWriter could not find them in the encoded line), and a name or owner id that is not valid UTF-8 gets its
+// bytes in base64 beside it.
+func (r *reporter) safeEvent(e event) event {
+	e.NameB64, e.OwnerB64 = base64IfInvalid(e.Name), base64IfInvalid(e.Owner)
+	red := r.red.redact
+	e.Name, e.Owner, e.Error, e.Mode = red(e.Name), red(e.Owner), red(e.Error), red(e.Mode)
+	if e.Command != nil {
+		cmd := make([]string, len(e.Command))
+		for i, a := range e.Command {
+			cmd[i] = red(a)
+		}
+		e.Command = cmd
+	}
+	if e.Owners != nil {
+		owners := make([]holder, len(e.Owners))
+		for i, h := range e.Owners {
+			owners[i] = holder{Owner: red(h.Owner), OwnerB64: base64IfInvalid(h.Owner), Holds: h.Holds}
+		}
+		e.Owners = owners
+	}
+	return e
 }
 
 // fail reports f as an error event and returns its exit code.

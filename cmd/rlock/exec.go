@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -34,13 +35,8 @@ type execRun struct {
 // runExec is `rlock exec`.
 func runExec(e *env, c *common, args []string) int {
 	flags := newFlagSet("exec", execSynopsis, e, c)
-	wait := waitValue(waitForever)
-	flags.Var(&wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
-	lease := flags.Duration("lease", 0, "fixed lease, not renewed: the command must end within it (0 = the watchdog renews the lock)")
-	owner := flags.String("owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
-	grace := flags.Duration("grace", defaultGrace, "after the lock is lost: time between SIGTERM and SIGKILL")
-	quiet := flags.Bool("q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
-	watchdog := flags.Duration("watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
+	var o execFlags
+	o.define(flags)
 	if code, ok := parseFlags(flags, args); !ok {
 		return code
 	}
@@ -62,38 +58,70 @@ func runExec(e *env, c *common, args []string) int {
 		return usageError(flags, "missing COMMAND: rlock exec NAME -- COMMAND [ARGS...]")
 	}
 	switch {
-	case *lease < 0 || (*lease > 0 && *lease < rlock.MinLease):
-		return usageError(flags, "-lease %v: want 0 (the watchdog) or at least %v", *lease, rlock.MinLease)
-	case *grace < 0:
-		return usageError(flags, "-grace %v: must not be negative", *grace)
-	case *watchdog < rlock.MinLease:
-		return usageError(flags, "-watchdog %v: want at least %v", *watchdog, rlock.MinLease)
+	case o.lease < 0 || (o.lease > 0 && o.lease < rlock.MinLease):
+		return usageError(flags, "-lease %v: want 0 (the watchdog) or at least %v", o.lease, rlock.MinLease)
+	case o.grace < 0:
+		return usageError(flags, "-grace %v: must not be negative", o.grace)
+	case o.watchdog < rlock.MinLease:
+		return usageError(flags, "-watchdog %v: want at least %v", o.watchdog, rlock.MinLease)
 	}
-	if *owner != "" {
-		if err := checkOwner(*owner); err != nil {
+	graceSet := false
+	flags.Visit(func(f *flag.Flag) { graceSet = graceSet || f.Name == "grace" })
+	leaseFlag, leaseLen := "-watchdog", o.watchdog
+	if o.lease > 0 {
+		leaseFlag, leaseLen = "-lease", o.lease
+	}
+	if limit := maxGrace(o.lease, o.watchdog); !graceSet {
+		o.grace = min(o.grace, limit) // the default, shortened to fit a short lease
+	} else if o.grace > limit {
+		return usageError(flags, "-grace %v does not fit in the %v lease (%s): the command must be stopped, SIGKILL "+
+			"included, before the lease can end on the server, even when rlock itself is killed, so -grace may be at "+
+			"most half of %s (%v); lower -grace or raise %s", o.grace, leaseLen, leaseFlag, leaseFlag, limit, leaseFlag)
+	}
+	if o.owner != "" {
+		if err := checkOwner(o.owner); err != nil {
 			return usageError(flags, "%v", err)
 		}
 	}
 
-	rep := c.reporter(e.stderr, e.stderr)
+	rep := c.reporter(c.stderr, c.stderr)
 	path, f := lookCommand(rest[0])
 	if f != nil {
 		// Checked before connecting: a typo must not take the lock, nor wait for it.
 		return rep.fail(*f, name)
 	}
-	lk, addr, code, ok := connect(e, c, *watchdog, rep, name)
+	lk, addr, code, ok := connect(e, c, o.watchdog, rep, name)
 	if !ok {
 		return code
 	}
 	defer lk.Close()
-	x := &execRun{e: e, argv: rest, path: path, grace: *grace, acquirer: acquirer{
-		rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(wait), lease: *lease, owner: *owner,
-		wd: *watchdog, sigs: make(chan os.Signal, 2*len(forwardedSignals)),
-		notRun: fmt.Sprintf("; %s was not run", rest[0]), quiet: *quiet,
+	x := &execRun{e: e, argv: rest, path: path, grace: o.grace, acquirer: acquirer{
+		rep: rep, lk: lk, addr: addr, name: name, wait: time.Duration(o.wait), lease: o.lease, owner: o.owner,
+		wd: o.watchdog, sigs: make(chan os.Signal, 2*(len(forwardedSignals)+len(jobControlSignals))),
+		notRun: fmt.Sprintf("; %s was not run", rest[0]), quiet: o.quiet,
 	}}
-	e.notify(x.sigs, forwardedSignals...)
+	e.notify(x.sigs, append(forwardedSignals, jobControlSignals...)...)
 	defer e.stopNotify(x.sigs)
 	return x.run()
+}
+
+// execFlags are exec's own flags.
+type execFlags struct {
+	wait                   waitValue
+	lease, grace, watchdog time.Duration
+	owner                  string
+	quiet                  bool
+}
+
+// define adds exec's flags to fs, with their defaults.
+func (o *execFlags) define(fs *flag.FlagSet) {
+	o.wait = waitValue(waitForever)
+	fs.Var(&o.wait, "wait", "how long to wait for the lock: a `duration` (0 = a single attempt) or forever")
+	fs.DurationVar(&o.lease, "lease", 0, "fixed lease, not renewed: the command gets SIGTERM -grace (plus a margin) before it ends (0 = the watchdog renews the lock)")
+	fs.StringVar(&o.owner, "owner", "", "acquire as this owner `UUID:N`, re-entering what it holds (default: a new owner)")
+	fs.DurationVar(&o.grace, "grace", defaultGrace, "time between SIGTERM and SIGKILL when the command must stop; at most half of -watchdog (or -lease)")
+	fs.BoolVar(&o.quiet, "q", false, "do not report a busy lock (exit 75 still says so): for cron, which mails any output")
+	fs.DurationVar(&o.watchdog, "watchdog", rlock.DefaultWatchdogTimeout, "watchdog lease, renewed every third of it while the command runs")
 }
 
 // lookCommand resolves the command in PATH, with the shell's exit codes when it cannot be run.
@@ -115,11 +143,11 @@ func lookCommand(name string) (string, *failure) {
 
 // run acquires the lock, runs the command under it and releases it.
 func (x *execRun) run() int {
-	held, owner, acquiredAt, code, ok := x.acquire()
+	g, code, ok := x.acquire()
 	if !ok {
 		return code
 	}
-	return x.supervise(held, owner, acquiredAt)
+	return x.supervise(g)
 }
 
 // describeHolders says who holds a lock, for messages: "held by ID (2 holds), lease ends in 28.4s".
@@ -136,13 +164,13 @@ func describeHolders(st lockStatus) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s (%d %s)", h.Owner, h.Holds, plural(h.Holds, "hold", "holds"))
+		fmt.Fprintf(&b, "%s (%d %s)", shown(h.Owner), h.Holds, plural(h.Holds, "hold", "holds"))
 	}
 	if len(st.Holders) == 0 {
 		b.WriteString("nobody (an empty hash)")
 	}
 	if st.Mode != "" {
-		fmt.Fprintf(&b, " in %s mode", st.Mode)
+		fmt.Fprintf(&b, " in %s mode", shown(st.Mode))
 	}
 	b.WriteString(", ")
 	b.WriteString(ttlText(st.TTL))

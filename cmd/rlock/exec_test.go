@@ -139,6 +139,9 @@ func TestExecUsageErrors(t *testing.T) {
 		{[]string{"exec", "-lease", "-1s", "job", "--", "true"}, "-lease"},
 		{[]string{"exec", "-lease", "10us", "job", "--", "true"}, "-lease"},
 		{[]string{"exec", "-grace", "-1s", "job", "--", "true"}, "-grace"},
+		{[]string{"exec", "-grace", "20s", "job", "--", "true"}, "-grace 20s does not fit in the 30s lease (-watchdog)"},
+		{[]string{"exec", "-watchdog", "3s", "-grace", "2s", "job", "--", "true"}, "at most half of -watchdog (1.5s)"},
+		{[]string{"exec", "-lease", "2s", "-grace", "1500ms", "job", "--", "true"}, "at most half of -lease (1s)"},
 		{[]string{"exec", "-watchdog", "0", "job", "--", "true"}, "-watchdog"},
 		{[]string{"exec", "-owner", "nobody", "job", "--", "true"}, "UUID:N"},
 		{[]string{"exec", "-owner", "abc:x1", "job", "--", "true"}, "decimal"},
@@ -250,7 +253,7 @@ func TestExecSignalWhileWaitingGivesUp(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := h.start(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "touch", marker)...)...)
 	h.stderr.nextEvent(t, "waiting")
-	r.signal(t, sigUSR1) // ignored while waiting: nobody to forward it to
+	r.signal(t, syscall.SIGUSR1) // ignored while waiting: nobody to forward it to
 	r.signal(t, syscall.SIGINT)
 	if code := r.wait(t); code != 128+int(syscall.SIGINT) {
 		t.Fatalf("code %d, want %d", code, 128+int(syscall.SIGINT))
@@ -271,7 +274,7 @@ func TestExecForwardsSignalsToTheCommand(t *testing.T) {
 	h := newHarness(t)
 	r := h.start(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "signals")...)...)
 	h.stdout.expect(t, "ready")
-	for _, s := range []os.Signal{sigUSR1, sigUSR2, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
+	for _, s := range []os.Signal{syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGINT, syscall.SIGTERM} {
 		r.signal(t, s)
 		if got := h.stdout.next(t); got != sigName(s) {
 			t.Fatalf("the command reported %q after rlock got %s", got, sigName(s))
@@ -297,7 +300,7 @@ func TestExecDoesNotForwardTerminalSignalsTwice(t *testing.T) {
 	r := h.start(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "signals")...)...)
 	h.stdout.expect(t, "ready")
 	r.signal(t, syscall.SIGINT) // the terminal already sent it to the command's group
-	r.signal(t, sigUSR1)
+	r.signal(t, syscall.SIGUSR1)
 	if got := h.stdout.next(t); got != "SIGUSR1" {
 		t.Fatalf("the command's first signal is %q, want SIGUSR1 (SIGINT must not be forwarded)", got)
 	}
@@ -378,15 +381,26 @@ func TestExecLeaseIsPassedAndReported(t *testing.T) {
 	}
 }
 
-func TestExecReleaseThatFindsTheLockGoneIsALoss(t *testing.T) {
+// A command that ended while the lock was held exits with its own status even when the release then finds the
+// lock gone (it expired or was force-unlocked after the last renewal): a warning, not exit 79.
+func TestExecReleaseThatFindsTheLockGoneIsAWarning(t *testing.T) {
 	h := newHarness(t)
 	h.fake.releaseErr = rlock.ErrNotHeld
-	code, _, events := h.runSync(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "exit", "0")...)...)
-	if code != exitLost {
-		t.Fatalf("code %d, want %d", code, exitLost)
+	code, _, events := h.runSync(t, append([]string{"-json", "exec", "job", "--"}, helper(t, "exit", "3")...)...)
+	if code != 3 {
+		t.Fatalf("code %d, want the command's 3", code)
 	}
-	if findEvent(t, events, "lost").str("cause") != "not_held" {
-		t.Fatalf("events:\n%s", joined(events))
+	if e := findEvent(t, events, "release_failed"); e.str("cause") != "not_held" {
+		t.Fatalf("release_failed event %v", e)
+	}
+	if slices.Contains(eventNames(t, events), "lost") {
+		t.Fatalf("a lost event for a release after the command ended:\n%s", joined(events))
+	}
+	h = newHarness(t)
+	h.fake.releaseErr = rlock.ErrNotHeld
+	_, _, errs := h.runSync(t, append([]string{"exec", "job", "--"}, helper(t, "exit", "0")...)...)
+	if msg := joined(errs); len(errs) != 1 || !strings.Contains(msg, "warning: job was no longer held") {
+		t.Fatalf("stderr %q", msg)
 	}
 }
 
@@ -439,5 +453,19 @@ func TestExecConnectionFailureSaysWhatToDo(t *testing.T) {
 	}
 	if msg := joined(errs); !strings.Contains(msg, "cannot connect to Redis at 10.1.2.3:6380") || !strings.Contains(msg, "Is redis-server running") {
 		t.Fatalf("stderr %q", msg)
+	}
+}
+
+// The default -grace is shortened to fit a short lease; the rule is about a -grace given explicitly.
+func TestExecDefaultGraceFitsAShortLease(t *testing.T) {
+	h := newHarness(t)
+	r := h.start(t, append([]string{"-v", "exec", "-watchdog", "2s", "job", "--"}, helper(t, "ignore-term")...)...)
+	h.stdout.expect(t, "ready")
+	h.fake.lose("job", rlock.ErrLockLost)
+	if code := r.wait(t); code != exitLost {
+		t.Fatalf("code %d, want %d", code, exitLost)
+	}
+	if msg := joined(h.stderr.rest(t)); !strings.Contains(msg, "(SIGKILL in 1s)") {
+		t.Fatalf("the grace is not half the 2s watchdog:\n%s", msg)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 
 	"github.com/locksmith-go/locksmith/conn"
@@ -48,6 +49,23 @@ func describe(err error, addr, name string) failure {
 	return failure{exitSoftware, fmt.Sprintf("unexpected error: %v", err)}
 }
 
+// describeInvalidAddr explains a URL that conn refused. conn's message quotes the URL, or the part of it that it
+// could not parse, which may be the password: when the URL has one, the message is conn's verdict on the same
+// URL with the password replaced by xxxxx, or, when that one parses, a word on escaping passwords.
+func describeInvalidAddr(raw string, err error) failure {
+	const forms = "; use redis://[user:password@]host:port[/db] or rediss://... for TLS"
+	p, ok := splitURL(raw)
+	if !ok || (p.password == "" && p.sentinelPassword == "") {
+		return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL): %v%s", err, forms)}
+	}
+	shownURL := redactURL(raw)
+	if _, err := conn.ParseURL(shownURL); err != nil {
+		return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL): %v%s", err, forms)}
+	}
+	return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL) %s: the password is not valid in a URL: "+
+		"percent-encode %% / ? # @ in passwords (%%25 %%2F %%3F %%23 %%40)", shownURL)}
+}
+
 // describeServerError explains an error reply from Redis.
 func describeServerError(e *resp.ServerError, addr, name string) failure {
 	switch e.Prefix {
@@ -58,9 +76,16 @@ func describeServerError(e *resp.ServerError, addr, name string) failure {
 		return failure{exitUnavailable, fmt.Sprintf("Redis at %s refused the user name or password (WRONGPASS): check the "+
 			"credentials in the URL, redis://[USER]:PASSWORD@%s", addr, addr)}
 	case "NOPERM":
-		return failure{exitUnavailable, fmt.Sprintf("the Redis user may not run what rlock needs (%s): grant it EVALSHA, "+
-			"EVAL, SCRIPT, PUBLISH, SUBSCRIBE and access to the key %q and the channels redisson_lock__channel:{%s}",
-			e.Message, name, name)}
+		return noPermission(e.Message, name)
+	case "ERR":
+		if strings.Contains(e.Message, "The user executing the script can't") {
+			return noPermission(e.Message, name) // a command or channel a lock script uses is not allowed
+		}
+		if authWithoutServerPassword(e.Message) {
+			return failure{exitUnavailable, fmt.Sprintf("Redis at %s has no password set, and refused the one in the URL "+
+				"(AUTH without a configured password): remove the password from -addr (redis://%s), or set requirepass "+
+				"or an ACL user on the server", addr, addr)}
+		}
 	case "READONLY":
 		return failure{exitUnavailable, fmt.Sprintf("%s is a read-only replica (READONLY): point -addr at the master", addr)}
 	case "LOADING":
@@ -72,6 +97,20 @@ func describeServerError(e *resp.ServerError, addr, name string) failure {
 			"this name; choose another lock name", name)}
 	}
 	return failure{exitSoftware, fmt.Sprintf("Redis at %s answered with an error: %s", addr, e.Message)}
+}
+
+// noPermission explains a refusal by the server's ACL, with the rules that fix it.
+func noPermission(msg, name string) failure {
+	return failure{exitUnavailable, fmt.Sprintf("the Redis user may not do what rlock needs (%s): grant it, with ACL "+
+		"SETUSER, %s (the minimal ACL for this lock; see rlock's README)", msg, strings.Join(aclRules(name), " "))}
+}
+
+// authWithoutServerPassword reports an AUTH refused because the server has no password to check it against:
+// "ERR AUTH <password> called without any password configured for the default user" (Redis 6 and later), "ERR
+// Client sent AUTH, but no password is set" (earlier versions).
+func authWithoutServerPassword(msg string) bool {
+	return strings.Contains(msg, "AUTH") &&
+		(strings.Contains(msg, "without any password configured") || strings.Contains(msg, "no password is set"))
 }
 
 // describeConnError explains a transport failure: the server could not be reached, or the connection broke.

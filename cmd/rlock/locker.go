@@ -61,8 +61,9 @@ type lockStatus struct {
 
 // holder is one owner field of a lock hash.
 type holder struct {
-	Owner string `json:"owner"`
-	Holds int64  `json:"holds"`
+	Owner    string `json:"owner"`
+	OwnerB64 string `json:"owner_b64,omitempty"` // set for -json output when Owner is not valid UTF-8
+	Holds    int64  `json:"holds"`
 }
 
 // locked reports whether the status shows a held lock.

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -26,30 +26,62 @@ type env struct {
 	dial                  func(rlock.Config) (locker, error)
 	notify                func(chan<- os.Signal, ...os.Signal)
 	stopNotify            func(chan<- os.Signal)
-	fromTerminal          func(os.Signal) bool
+	// terminal reports whether rlock runs in the foreground of its controlling terminal, which exec then gives
+	// to the command; nil: never.
+	terminal func() bool
+	// fromTerminal reports whether a signal rlock caught was delivered to the command by the terminal too, so
+	// that forwarding it would deliver it twice; nil: exec's rule (a hangup, while the command has the terminal).
+	fromTerminal func(os.Signal) bool
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == supervisorArg {
+		os.Exit(supervisorMain(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], &env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		getenv: os.Getenv, environ: os.Environ(),
 		dial:   dialRlock,
 		notify: signal.Notify, stopNotify: signal.Stop,
-		fromTerminal: fromTerminal,
+		terminal: terminalIsOurs,
 	}))
 }
 
-// common holds the flags every subcommand accepts, before or after its name.
+// common holds the flags every subcommand accepts, before or after its name, and the writers of rlock's own
+// output.
 type common struct {
 	addr    string
 	json    bool
 	verbose bool
+
+	// red knows the secrets of -addr and REDIS_URL; stdout and stderr are the process's, through safeWriter: every
+	// byte rlock writes itself goes through them (the command gets the files themselves).
+	red            *redactor
+	stdout, stderr io.Writer
+}
+
+// newCommon returns the common settings of a run: the writers, and -addr's default from REDIS_URL.
+func newCommon(e *env) *common {
+	c := &common{red: &redactor{}}
+	c.stdout = &safeWriter{w: e.stdout, red: c.red}
+	c.stderr = &safeWriter{w: e.stderr, red: c.red}
+	c.setAddr(e.getenv("REDIS_URL"))
+	if c.addr == "" {
+		c.addr = defaultAddr
+	}
+	return c
+}
+
+// setAddr sets the Redis URL and registers its secrets for redaction.
+func (c *common) setAddr(s string) {
+	c.addr = s
+	c.red.addURL(s)
 }
 
 // register adds the common flags to fs, with their current values as defaults (so that flags given before the
 // subcommand are kept when it parses its own).
 func (c *common) register(fs *flag.FlagSet) {
-	fs.Var((*addrValue)(&c.addr), "addr", "Redis `URL`, redis://[user:password@]host:port[/db][?options] or rediss://...; "+
+	fs.Var(&addrValue{c: c}, "addr", "Redis `URL`, redis://[user:password@]host:port[/db][?options] or rediss://...; "+
 		"$REDIS_URL sets the default")
 	fs.BoolVar(&c.json, "json", c.json, "print one JSON object per event (exec: on stderr; others: on stdout)")
 	fs.BoolVar(&c.verbose, "v", c.verbose, "report every event on stderr, not only failures")
@@ -57,7 +89,7 @@ func (c *common) register(fs *flag.FlagSet) {
 
 // reporter returns the reporter of a subcommand whose results go to out.
 func (c *common) reporter(out, diag io.Writer) *reporter {
-	return &reporter{out: out, diag: diag, json: c.json, verbose: c.verbose}
+	return &reporter{out: out, diag: diag, json: c.json, verbose: c.verbose, red: c.red}
 }
 
 // subcommand runs one subcommand with the arguments after its name and returns the exit code.
@@ -74,36 +106,34 @@ var subcommands = map[string]subcommand{
 
 // run parses the global flags and dispatches to the subcommand. It returns the process's exit code.
 func run(args []string, e *env) int {
-	c := &common{addr: e.getenv("REDIS_URL")}
-	if c.addr == "" {
-		c.addr = defaultAddr
-	}
+	c := newCommon(e)
 	fs := flag.NewFlagSet("rlock", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(io.Discard) // a bad flag is reported below, in one line, not with the whole help
 	c.register(fs)
-	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(c.stderr, usage)
 			return exitOK
 		}
+		fmt.Fprintln(c.stderr, globalFlagError(err, args))
 		return exitUsage
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprint(e.stderr, usage)
+		fmt.Fprint(c.stderr, usage)
 		return exitUsage
 	}
 	name := fs.Arg(0)
 	sub, ok := subcommands[name]
 	if !ok {
-		fmt.Fprintf(e.stderr, "rlock: unknown command %q; run rlock -h for the list\n", name)
+		fmt.Fprintf(c.stderr, "rlock: unknown command %q; run rlock -h for the list\n", name)
 		return exitUsage
 	}
 	return sub(e, c, fs.Args()[1:])
 }
 
 // runHelp prints the usage on stdout.
-func runHelp(e *env, _ *common, _ []string) int {
-	fmt.Fprint(e.stdout, usage)
+func runHelp(_ *env, c *common, _ []string) int {
+	fmt.Fprint(c.stdout, usage)
 	return exitOK
 }
 
@@ -122,7 +152,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 // newFlagSet makes a subcommand's flag set with the common flags; synopsis is its usage line(s).
 func newFlagSet(name, synopsis string, e *env, c *common) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(c.stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: %s\n\nFlags:\n", synopsis)
 		fs.PrintDefaults()
@@ -140,25 +170,18 @@ func usageError(fs *flag.FlagSet, format string, args ...any) int {
 }
 
 // addrValue is the -addr flag. It prints itself with the password masked, so that -h does not show the password
-// of REDIS_URL.
-type addrValue string
+// of REDIS_URL, and registers the password of each URL it is given for redaction.
+type addrValue struct{ c *common }
 
 func (a *addrValue) String() string {
-	if a == nil {
+	if a == nil || a.c == nil {
 		return ""
 	}
-	u, err := url.Parse(string(*a))
-	if err != nil || u.User == nil {
-		return string(*a)
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return redactURL(a.c.addr)
 }
 
 func (a *addrValue) Set(s string) error {
-	*a = addrValue(s)
+	a.c.setAddr(s)
 	return nil
 }
 
@@ -225,11 +248,20 @@ func checkOwner(owner string) error {
 func connect(e *env, c *common, watchdog time.Duration, rep *reporter, name string) (locker, string, int, bool) {
 	cfg, err := dialConfig(c.addr, watchdog)
 	if err != nil {
-		return nil, "", rep.fail(describe(err, c.addr, name), name), false
+		return nil, "", rep.fail(describeInvalidAddr(c.addr, err), name), false
+	}
+	if msg, ok := checkURLPassword(c.addr, cfg.Conn); !ok {
+		return nil, "", rep.fail(failure{exitUsage, "invalid -addr (or REDIS_URL): " + msg}, name), false
 	}
 	lk, err := e.dial(cfg)
 	if err != nil {
-		return nil, "", rep.fail(describe(err, cfg.Conn.Addr, name), name), false
+		f := describe(err, cfg.Conn.Addr, name)
+		if cfg.Conn.TLS != nil && cfg.Conn.Addr != "" && (errors.Is(err, context.DeadlineExceeded) || isTimeout(err)) &&
+			answersPlainRESP(cfg.Conn.Addr, plainProbeTimeout) {
+			f = failure{exitUnavailable, fmt.Sprintf("Redis at %s answers without TLS, and did not answer the TLS "+
+				"handshake of rediss://: use redis:// (or enable TLS on the server: tls-port)", cfg.Conn.Addr)}
+		}
+		return nil, "", rep.fail(f, name), false
 	}
 	return lk, cfg.Conn.Addr, exitOK, true
 }

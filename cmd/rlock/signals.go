@@ -7,13 +7,6 @@ import (
 	"syscall"
 )
 
-// forwardedSignals are the signals rlock catches. While the command runs, each is passed on to it. While rlock
-// waits for the lock, SIGINT, SIGTERM, SIGHUP and SIGQUIT make it give up (exit 128+N); SIGUSR1 and SIGUSR2 are
-// ignored, as there is nobody to pass them to yet.
-var forwardedSignals = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, sigUSR1, sigUSR2,
-}
-
 // givesUp reports whether s ends a wait for the lock.
 func givesUp(s os.Signal) bool {
 	switch s {
@@ -25,29 +18,10 @@ func givesUp(s os.Signal) bool {
 
 // sigName returns the conventional name of s ("SIGTERM").
 func sigName(s os.Signal) string {
-	switch s {
-	case syscall.SIGINT:
-		return "SIGINT"
-	case syscall.SIGTERM:
-		return "SIGTERM"
-	case syscall.SIGHUP:
-		return "SIGHUP"
-	case syscall.SIGQUIT:
-		return "SIGQUIT"
-	case sigUSR1:
-		return "SIGUSR1"
-	case sigUSR2:
-		return "SIGUSR2"
-	case syscall.SIGKILL:
-		return "SIGKILL"
-	case syscall.SIGPIPE:
-		return "SIGPIPE"
-	case syscall.SIGABRT:
-		return "SIGABRT"
-	case syscall.SIGSEGV:
-		return "SIGSEGV"
-	}
 	if n, ok := s.(syscall.Signal); ok {
+		if name, ok := signalNames[n]; ok {
+			return name
+		}
 		return "signal " + strconv.Itoa(int(n))
 	}
 	return s.String()

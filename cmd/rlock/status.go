@@ -16,7 +16,7 @@ func runStatus(e *env, c *common, args []string) int {
 	if !ok {
 		return code
 	}
-	rep := c.reporter(e.stdout, e.stderr)
+	rep := c.reporter(c.stdout, c.stderr)
 	lk, addr, code, ok := connect(e, c, rlock.DefaultWatchdogTimeout, rep, name)
 	if !ok {
 		return code
@@ -28,7 +28,7 @@ func runStatus(e *env, c *common, args []string) int {
 	}
 	ev := event{Event: evStatus, Name: name, Locked: ptr(st.locked()), Owners: st.Holders, Mode: st.Mode}
 	if !st.locked() {
-		rep.emit(ev, result, name+": free")
+		rep.emit(ev, result, shown(name)+": free")
 		return exitNo
 	}
 	if st.TTL >= 0 {
@@ -46,13 +46,13 @@ func runStatus(e *env, c *common, args []string) int {
 //	  owner 6c9f...:1  holds 1
 func formatStatus(st lockStatus) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: locked", st.Name)
+	fmt.Fprintf(&b, "%s: locked", shown(st.Name))
 	if st.Mode != "" {
-		fmt.Fprintf(&b, " (read-write lock, %s mode)", st.Mode)
+		fmt.Fprintf(&b, " (read-write lock, %s mode)", shown(st.Mode))
 	}
 	fmt.Fprintf(&b, ", %s", ttlText(st.TTL))
 	for _, h := range st.Holders {
-		fmt.Fprintf(&b, "\n  owner %s  holds %d", h.Owner, h.Holds)
+		fmt.Fprintf(&b, "\n  owner %s  holds %d", shown(h.Owner), h.Holds)
 	}
 	return b.String()
 }
@@ -65,7 +65,7 @@ func runForceUnlock(e *env, c *common, args []string) int {
 	if !ok {
 		return code
 	}
-	rep := c.reporter(e.stdout, e.stderr)
+	rep := c.reporter(c.stdout, c.stderr)
 	lk, addr, code, ok := connect(e, c, rlock.DefaultWatchdogTimeout, rep, name)
 	if !ok {
 		return code
@@ -83,9 +83,9 @@ func runForceUnlock(e *env, c *common, args []string) int {
 		return rep.fail(describe(err, addr, name), name)
 	}
 	ev := event{Event: evForced, Name: name, Deleted: ptr(deleted), Owners: st.Holders}
-	text := name + ": was not locked"
+	text := shown(name) + ": was not locked"
 	if deleted {
-		text = name + ": force-unlocked"
+		text = shown(name) + ": force-unlocked"
 		if len(st.Holders) > 0 {
 			text += " (it was " + describeHolders(st) + ")"
 		}

@@ -2,36 +2,22 @@ package main
 
 import (
 	"os"
-	"syscall"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// childSysProcAttr makes the kernel send the command SIGTERM if rlock dies first (SIGKILL, OOM killer): without
-// rlock nothing renews the lock, so the command must not go on believing it holds it. The command stays in rlock's
-// process group, so it keeps the terminal (it can read from it and gets the terminal's signals). Pdeathsig fires
-// when the thread that started the child exits: exec locks its goroutine to its thread while the command runs.
-func childSysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+// becomeSubreaper makes the supervisor the child subreaper of its descendants (PR_SET_CHILD_SUBREAPER): when the
+// command exits, the processes it started become the supervisor's children instead of init's, so the supervisor
+// sees each of them exit and no zombie of the group outlives it.
+func becomeSubreaper() {
+	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
-// fromTerminal reports whether s was, in all likelihood, sent by the terminal to rlock's whole process group (Ctrl-C
-// is SIGINT, Ctrl-\ is SIGQUIT): rlock is in the foreground process group of its controlling terminal. The command
-// shares that group, so it got the signal too, and forwarding it would deliver it twice (many programs take a
-// second Ctrl-C as "force quit"). A SIGINT sent with kill to rlock alone while it runs in the foreground of a
-// terminal is therefore not forwarded; send it to the command, or to the process group (kill -INT -PGID).
-func fromTerminal(s os.Signal) bool {
-	if s != syscall.SIGINT && s != syscall.SIGQUIT {
-		return false
+// selfExecutable returns the path that re-executes this very binary for the supervisor: /proc/self/exe, which
+// names the running file even when a package upgrade has replaced or removed it meanwhile.
+func selfExecutable() (string, error) {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe", nil
 	}
-	tty, err := os.Open("/dev/tty") // the controlling terminal; fails (ENXIO) when there is none (cron, systemd)
-	if err != nil {
-		return false
-	}
-	defer tty.Close()
-	var pgrp int32
-	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, tty.Fd(), syscall.TIOCGPGRP,
-		uintptr(unsafe.Pointer(&pgrp))); errno != 0 {
-		return false
-	}
-	return int(pgrp) == syscall.Getpgrp()
+	return os.Executable()
 }

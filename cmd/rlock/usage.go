@@ -12,10 +12,14 @@ Commands:
         Acquire NAME (waiting up to -wait), run COMMAND with stdin, stdout
         and stderr passed through, release NAME when it exits, and exit with
         its status. The lock is renewed while COMMAND runs (or held for a
-        fixed -lease). If the lock is lost meanwhile, COMMAND gets SIGTERM,
-        then SIGKILL after -grace, and rlock exits 79. SIGINT, SIGTERM,
+        fixed -lease). COMMAND runs in a process group of its own, under a
+        supervisor process: if the lock is lost, or rlock itself is killed,
+        the whole group gets SIGTERM, then SIGKILL after -grace (before the
+        lease can end), and rlock exits 79. Processes COMMAND leaves behind
+        in its group are stopped before the release. SIGINT, SIGTERM,
         SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to rlock are forwarded to
-        COMMAND. COMMAND sees RLOCK_NAME and RLOCK_OWNER in its environment.
+        the group. In the foreground of a terminal, COMMAND gets the
+        terminal. COMMAND sees RLOCK_NAME and RLOCK_OWNER in its environment.
   status NAME
         Show whether NAME is locked, its owners with their hold counts and
         the remaining lease. Exit 0 when locked, 1 when free.
@@ -36,10 +40,12 @@ Common flags (before or after the command name):
               client_name... (see the conn package).
   -json       One JSON object per line and per event, with "event" and
               "time_ms" (Unix milliseconds): waiting, acquired, started,
-              signal, lost, killed, exited, released, release_failed,
-              timeout, interrupted, status, force_unlocked, unlocked,
-              not_held, error. exec writes them on stderr (stdout belongs
-              to COMMAND), the other commands on stdout.
+              signal, lost, killed, exited, leftovers, released,
+              release_failed, timeout, interrupted, status, force_unlocked,
+              unlocked, not_held, error. exec writes them on stderr (stdout
+              belongs to COMMAND), the other commands on stdout. A name or
+              owner that is not UTF-8 also comes in base64 (name_b64,
+              owner_b64). No output ever shows the URL's password.
   -v          Report every event on stderr; by default rlock prints only
               failures, so cron mails nothing on success.
 
@@ -49,32 +55,38 @@ exec and lock flags:
                up the wait (exit 128+N).
   -q           Do not report a busy lock: exit 75 says it (for cron, which
                mails any output). Errors are still reported.
-  -lease D     exec: hold the lock for at most D, not renewed; COMMAND must
-               finish within D or it is treated as a lost lock. Default: the
+  -lease D     exec: hold the lock for at most D, not renewed: COMMAND gets
+               SIGTERM -grace plus a margin (D/10, at most 1s) before D ends,
+               and SIGKILL at the margin; rlock then exits 79. Default: the
                watchdog renews the lock while COMMAND runs.
   -hold D      lock: the lease (required).
   -owner UUID:N  Acquire as this owner (re-entering a lock it already holds,
                such as one taken by rlock lock or by a Redisson thread with
                that id). Default: a new owner.
-  -grace D     exec: time between SIGTERM and SIGKILL after the lock is lost
-               (default 10s).
+  -grace D     exec: time between SIGTERM and SIGKILL when COMMAND must stop
+               (default 10s, shortened to fit). At most half of -watchdog (or
+               of -lease): a killed rlock's command must be gone before the
+               lease can end on the server.
   -watchdog D  exec: the lease the watchdog keeps renewing, every third of it
                (default 30s, Redisson's lockWatchdogTimeout). If rlock dies,
                the lock frees itself within D; if Redis stops answering for
                D, the lock counts as lost.
 
 Exit codes:
-  0-255  exec: COMMAND's own status, when it ran with the lock held
-         throughout; 128+N when COMMAND was killed by signal N
+  0-255  exec: COMMAND's own status, when it ended while the lock was held
+         (a release that then fails is a warning); 128+N when COMMAND was
+         killed by signal N
   0      status: locked; other commands: success
   1      status: the lock is free; unlock: the owner holds no hold
   64     usage error (flags, arguments, URL); nothing was done
   69     Redis unreachable or refusing us (connection refused, timeout, TLS,
-         NOAUTH, WRONGPASS, READONLY replica); COMMAND was not run
+         NOAUTH, WRONGPASS, AUTH without a server password, NOPERM,
+         READONLY replica); COMMAND was not run
   70     unexpected error, e.g. NAME is a key that is not a lock
   75     the lock was not acquired within -wait; COMMAND was not run
-  79     the lock was lost while COMMAND ran (expired, force-unlocked, or no
-         renewal confirmed in time); COMMAND was stopped
+  79     exec only, and only when the lock was lost while COMMAND ran
+         (force-unlocked, expired, no renewal confirmed in time) or its
+         fixed -lease ran out: COMMAND's process group was stopped
   126    COMMAND could not be executed; 127: COMMAND not found (the lock
          was not taken)
   128+N  rlock gave up waiting because of signal N (130: SIGINT)
