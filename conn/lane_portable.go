@@ -14,6 +14,10 @@ var laneUnverifiedAfter atomic.Int64
 
 func init() { laneUnverifiedAfter.Store(int64(laneProbeAfter)) }
 
+// laneAlive is pick's check of the idle lane pc (laneReader.alive). best is the event-loop connection pick would
+// take otherwise: without one (nil) the lane is used even when it cannot be checked first.
+func laneAlive(pc, best *pconn) bool { return pc.lane.alive(pc, best == nil) }
+
 // alive reports whether the idle lane can take a command now. Nobody reads a lane in roleNone, and without a
 // non-blocking peek (Windows has none that Go's netpoller tolerates on its sockets) the only portable way to learn
 // that the server closed it is to read it. So a lane unread for laneProbeAfter is handed to its background reader,

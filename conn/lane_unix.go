@@ -8,11 +8,14 @@ import (
 	"time"
 )
 
+// laneAlive is pick's check of the idle lane pc (laneReader.alive); best, the event-loop connection pick would
+// take otherwise, matters only on the portable path.
+func laneAlive(pc, _ *pconn) bool { return pc.lane.alive(pc) }
+
 // alive reports whether the idle lane can take a command: true unless the server closed it while nobody was
 // reading (see laneProbeAfter), in which case the lane is reset (its slot reconnects) and false is returned. pick
-// calls it, with only set when no event-loop connection is open (the portable path needs that; a peek answers
-// either way); it does not block.
-func (l *laneReader) alive(pc *pconn, only bool) bool {
+// calls it; it does not block.
+func (l *laneReader) alive(pc *pconn) bool {
 	if time.Duration(int64(time.Since(laneEpoch))-l.lastTurn.Load()) < laneProbeAfter || l.fd < 0 {
 		return true
 	}
