@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/bench/internal/redisadmin"
+	"github.com/locksmith-go/locksmith/bench/internal/report"
 	"github.com/locksmith-go/locksmith/bench/internal/sample"
-	"github.com/locksmith-go/locksmith/bench/report"
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
@@ -32,6 +32,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "bench:", err)
 		}
 		return 2
+	}
+	if o.dryRun {
+		cases := plan(o)
+		for _, c := range cases {
+			fmt.Fprintln(stdout, describe(c))
+		}
+		fmt.Fprintf(stdout, "%d cases × %d runs = %d runs, estimated %s (plus the ceiling and the peers' build)\n",
+			len(cases), o.repeat, len(cases)*o.repeat, estimate(cases, o.repeat).Round(time.Second))
+		return 0
 	}
 	var rep *report.Report
 	if o.fromPath != "" {
@@ -77,7 +86,7 @@ func orchestrate(ctx context.Context, o options, u *ui) (*report.Report, error) 
 		GoVersion: runtime.Version(), GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, NumCPU: runtime.NumCPU(),
 		CPUModel: cpuModel(), Quick: o.quick, DurationSec: o.duration.Seconds(), WarmupSec: o.warmup.Seconds(),
 		Workloads: o.workloads, Libraries: o.libs, N: o.n, HoldSec: o.hold.Seconds(), TTLSec: o.ttl.Seconds(),
-		LeaseSec: o.lease.Seconds(), OtherMax: o.otherMax, Scripts: scriptsLabel,
+		LeaseSec: o.lease.Seconds(), OtherMax: o.otherMax, Scripts: scriptsLabel, Repeat: o.repeat, Seed: o.seed,
 	}}
 	ours := oursFactories()
 	var cases []workload.Spec
@@ -148,33 +157,44 @@ func orchestrate(ctx context.Context, o options, u *ui) (*report.Report, error) 
 		}
 	}
 
-	steps := len(cases)
+	order := schedule(cases, o.repeat, o.seed)
+	u.logf("%d cases × %d runs in a random order (-seed %d), estimated %s", len(cases), o.repeat, o.seed,
+		estimate(cases, o.repeat).Round(time.Minute))
+	libs := make([]string, 0, len(cases))
+	for _, c := range cases {
+		if !contains(libs, c.Library) {
+			libs = append(libs, c.Library)
+		}
+	}
+	steps := len(order)
 	if o.ceiling {
-		steps += len(ceilingPipelines)
+		steps += ceilingSteps(libs)
 	}
 	u.start(steps)
 	if o.ceiling {
-		rep.Ceiling = r.measureCeiling(ctx)
-		for range ceilingPipelines {
-			u.finished("ceiling")
-		}
+		rep.Ceiling = r.measureCeiling(ctx, libs)
 		if rep.Ceiling.Error != "" {
 			u.logf("ceiling: %s", rep.Ceiling.Error)
-		} else {
-			u.logf("ceiling: acquire %.0f/s, release %.0f/s, pairs %.0f/s (P%d)", rep.Ceiling.AcquirePerSec,
-				rep.Ceiling.ReleasePerSec, rep.Ceiling.PairsPerSec, rep.Ceiling.Pipeline)
 		}
 	} else {
 		rep.Ceiling = report.Ceiling{Error: "not measured (-ceiling=false)", Clients: ceilingClients, Scripts: scriptsLabel}
 	}
-	for _, c := range cases {
+	runs := make([][]workload.Record, len(cases))
+	for _, i := range order {
 		if ctx.Err() != nil {
 			break
 		}
+		c := cases[i]
 		u.step(describe(c))
 		rec := r.runCase(ctx, c)
-		rep.Records = append(rep.Records, rec)
+		runs[i] = append(runs[i], rec)
+		rep.Runs = append(rep.Runs, rec)
 		u.finished(summary(c, rec))
+	}
+	for i := range cases {
+		if len(runs[i]) > 0 {
+			rep.Records = append(rep.Records, report.Aggregate(runs[i]))
+		}
 	}
 	rep.Meta.Finished = time.Now().UTC()
 	if ctx.Err() != nil {

@@ -7,8 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/rlock"
 )
@@ -28,21 +29,34 @@ func oursFactories() map[string]workload.Factory {
 // timeout is the case's TTL: it only matters for locks held longer than a
 // third of it, which only W3 does.
 type oursLib struct {
-	c     *rlock.Client
-	lease time.Duration // 0: watchdog
-	ttl   time.Duration
+	c      *rlock.Client
+	lease  time.Duration // 0: watchdog
+	ttl    time.Duration
+	config string
 }
+
+// oursConnConfig is the transport of both of ours' adapters, set explicitly
+// (conn's defaults, which do not depend on GOMAXPROCS).
+func oursConnConfig(addr string) conn.Config {
+	return conn.Config{Addr: addr, PoolSize: conn.DefaultPoolSize, EventLoops: conn.DefaultEventLoops}
+}
+
+var oursConnDescription = fmt.Sprintf("conn PoolSize %d (pipelined connections), EventLoops %d, latency lane on, "+
+	"FlushEager", conn.DefaultPoolSize, conn.DefaultEventLoops)
 
 func newOurs(_ context.Context, cfg workload.Config) (workload.Library, error) {
 	l := &oursLib{ttl: cfg.WatchdogTTL}
 	switch cfg.Variant {
 	case "":
+		l.config = "rlock Lock with the watchdog (WatchdogTimeout = the TTL, renewed every TTL/3 in batches)"
 	case "lease":
 		l.lease = cfg.Lease
+		l.config = "rlock LockLease(the lease)"
 	default:
 		return nil, fmt.Errorf("ours: unknown variant %q (have lease)", cfg.Variant)
 	}
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: cfg.Addr}, WatchdogTimeout: cfg.WatchdogTTL})
+	l.config += "; a lock handle per goroutine (W3: per held lock) on " + oursConnDescription
+	c, err := rlock.NewClient(rlock.Config{Conn: oursConnConfig(cfg.Addr), WatchdogTimeout: cfg.WatchdogTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -50,26 +64,35 @@ func newOurs(_ context.Context, cfg workload.Config) (workload.Library, error) {
 	return l, nil
 }
 
-// oursHeld is a held lock: the held context, and the *rlock.Lock handle it was taken with for the short holds of
-// W1, W2 and W4 (lock, then unlock with the same handle, as a caller writes it). The held locks of W3 keep the name
-// instead of the handle (about 180 B with its key strings), which W3 would count as heap per held lock; their
-// Unlock takes a handle again.
+func (l *oursLib) Describe() string { return l.config }
+
+// oursHeld is a held lock: the *rlock.Lock handle it was taken with and the
+// held context (lock, then unlock with the same handle, as a caller writes
+// it; W3 counts both in the heap per held lock, as the peers' adapters keep
+// their lock objects).
 type oursHeld struct {
-	c    *rlock.Client
-	lk   *rlock.Lock // nil: take one from name
-	name string
+	lk   *rlock.Lock
 	held context.Context
 }
 
-func (h *oursHeld) lock() *rlock.Lock {
-	if h.lk != nil {
-		return h.lk
-	}
-	return h.c.Lock(h.name)
+func (h *oursHeld) lock() *rlock.Lock { return h.lk }
+
+// Bind keeps one lock handle for a goroutine's acquisitions of name, as a
+// user keeps the handle of a lock it takes repeatedly.
+func (l *oursLib) Bind(name string) workload.Locker { return oursLocker{l: l, lk: l.c.Lock(name)} }
+
+type oursLocker struct {
+	l  *oursLib
+	lk *rlock.Lock
 }
 
+func (o oursLocker) Lock(ctx context.Context) (workload.Held, error) { return o.l.lockWith(ctx, o.lk) }
+
 func (l *oursLib) Lock(ctx context.Context, name string) (workload.Held, error) {
-	lk := l.c.Lock(name)
+	return l.lockWith(ctx, l.c.Lock(name))
+}
+
+func (l *oursLib) lockWith(ctx context.Context, lk *rlock.Lock) (workload.Held, error) {
 	var held context.Context
 	var err error
 	if l.lease > 0 {
@@ -80,7 +103,7 @@ func (l *oursLib) Lock(ctx context.Context, name string) (workload.Held, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &oursHeld{c: l.c, lk: lk, held: held}, nil
+	return &oursHeld{lk: lk, held: held}, nil
 }
 
 func (h *oursHeld) Unlock(context.Context) error { return h.lock().Unlock(h.held) }
@@ -92,14 +115,14 @@ func (h *oursHeld) Lost() bool {
 }
 
 // LockWatched is Lock with the watchdog: one timer entry per lock, renewals
-// batched.
+// batched. The held lock keeps its handle, as a user's would.
 func (l *oursLib) LockWatched(ctx context.Context, name string) (workload.WatchedHeld, error) {
 	lk := l.c.Lock(name)
 	held, err := lk.Lock(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &oursHeld{c: l.c, name: name, held: held}, nil
+	return &oursHeld{lk: lk, held: held}, nil
 }
 
 // RenewPlan: every WatchdogTimeout/3, one EVALSHA per batch of
@@ -146,16 +169,18 @@ func (l *oursLib) CountOwned(ctx context.Context, held []workload.WatchedHeld) (
 // (run on the completing goroutine; the workload's callbacks do not block).
 func (l *oursLib) LockAsync(ctx context.Context, name string, done func(workload.Held, error)) {
 	lk := l.c.Lock(name)
-	f := lk.LockAsync(ctx)
+	var f *future.Future[context.Context]
 	if l.lease > 0 {
 		f = lk.LockLeaseAsync(ctx, l.lease)
+	} else {
+		f = lk.LockAsync(ctx)
 	}
 	f.OnComplete(func(held context.Context, err error) {
 		if err != nil {
 			done(nil, err)
 			return
 		}
-		done(&oursHeld{c: l.c, name: name, held: held}, nil)
+		done(&oursHeld{lk: lk, held: held}, nil)
 	})
 }
 
@@ -170,6 +195,8 @@ var (
 	_ workload.Watchdog         = (*oursLib)(nil)
 	_ workload.OwnershipChecker = (*oursLib)(nil)
 	_ workload.Async            = (*oursLib)(nil)
+	_ workload.Binder           = (*oursLib)(nil)
+	_ workload.Describer        = (*oursLib)(nil)
 )
 
 // oursConn is the raw baseline on locksmith's conn package: rlock's own lock
@@ -185,7 +212,7 @@ func newOursConn(_ context.Context, cfg workload.Config) (workload.Library, erro
 	if cfg.Variant != "" {
 		return nil, fmt.Errorf("ours-conn: no variants")
 	}
-	c, err := conn.New(conn.Config{Addr: cfg.Addr})
+	c, err := conn.New(oursConnConfig(cfg.Addr))
 	if err != nil {
 		return nil, err
 	}
@@ -193,8 +220,19 @@ func newOursConn(_ context.Context, cfg workload.Config) (workload.Library, erro
 		workload.AcquireScript: conn.NewScript(workload.AcquireScript.Src),
 		workload.ReleaseScript: conn.NewScript(workload.ReleaseScript.Src),
 	}}
-	return workload.NewRawLock(t, cfg.Lease), nil
+	return rawLock{workload.NewRawLock(t, cfg.Lease), oursConnDescription + "; rlock's scripts by conn.Client.Eval " +
+		"(EVALSHA), conn.Client.Subscribe per waited unlock channel; owner, keys and arguments built once per " +
+		"goroutine"}, nil
 }
+
+// rawLock is the raw baseline's Library with its transport's configuration
+// (workload.Describer).
+type rawLock struct {
+	*workload.RawLock
+	config string
+}
+
+func (r rawLock) Describe() string { return r.config }
 
 func (t *oursConn) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (workload.Reply, error) {
 	v, err := t.c.Eval(ctx, t.scripts[s], keys, args...).Get(ctx)

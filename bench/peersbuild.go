@@ -30,8 +30,9 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// buildPeers builds the peers module (its own go.mod: the peer libraries never
-// enter locksmith's) into dir and returns the binary's path. It blocks for the
+// buildPeers builds the peers command (bench/peers: the peer libraries are in
+// the bench module, never in the library's) into dir and returns the
+// binary's path. It blocks for the
 // build, bounded by ctx.
 func buildPeers(ctx context.Context, peersDir, outDir string) (string, error) {
 	if peersDir == "" {

@@ -32,7 +32,7 @@ func TestW1ProcsAutoLeavesALocalServerACore(t *testing.T) {
 }
 
 func TestW1AndW2RunEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
-	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-procs", "0,1"}, io.Discard)
+	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "rueidis,ours", "-g", "64", "-procs", "0,1", "-variants=false"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,93 @@ func TestW1AndW2RunEveryLibraryAtEveryGOMAXPROCS(t *testing.T) {
 		"w2 ours G=64 keys=1 GOMAXPROCS=1/ours/1", "w2 rueidis G=64 keys=1 GOMAXPROCS=1/rueidis/1",
 		"w2 ours G=64 keys=16/ours/0", "w2 rueidis G=64 keys=16/rueidis/0",
 		"w2 ours G=64 keys=16 GOMAXPROCS=1/ours/1", "w2 rueidis G=64 keys=16 GOMAXPROCS=1/rueidis/1",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestSpreadShapesPlanEveryLibraryOnProcessesGoroutinesAndKeys(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w2x,w4x", "-libs", "ours,redsync", "-w2x", "64x1,8X8/16",
+		"-w4x", "4x1", "-cs-hold", "20us", "-variants=false"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range plan(o) {
+		got = append(got, fmt.Sprintf("%s/%v", describe(c), c.CSHold))
+	}
+	want := []string{
+		"w2x ours 64x1 keys=1/20µs", "w2x redsync 64x1 keys=1/20µs",
+		"w2x ours 8x8 keys=16/20µs", "w2x redsync 8x8 keys=16/20µs",
+		"w4x ours 4x1 keys=1/20µs", "w4x redsync 4x1 keys=1/20µs",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
+	}
+	for _, bad := range [][]string{{"-w2x", "8"}, {"-w2x", "0x8"}, {"-w2x", "8x8/0"}, {"-w4x", "8x8/2"},
+		{"-w4x", "1x1"}, {"-cs-hold", "-1us"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted", bad)
+		}
+	}
+}
+
+func TestScheduleRepeatsEveryCaseInRoundsWithTheLibrariesShuffled(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w1,w2", "-libs", "ours,redsync,redislock,rueidis", "-g", "1,64",
+		"-procs", "0", "-w2-keys", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := plan(o)
+	order := schedule(cases, 5, 42)
+	if len(order) != 5*len(cases) {
+		t.Fatalf("%d runs for %d cases × 5", len(order), len(cases))
+	}
+	counts := make([]int, len(cases))
+	firsts := map[string]bool{}
+	for round := 0; round < 5; round++ {
+		got := order[round*len(cases) : (round+1)*len(cases)]
+		for j, i := range got {
+			counts[i]++
+			// Configurations keep the plan's order: a run's configuration is the plan's at that position.
+			if !sameConfig(cases[i], cases[j]) {
+				t.Fatalf("round %d position %d runs %s where the plan has %s", round, j, describe(cases[i]), describe(cases[j]))
+			}
+		}
+		firsts[cases[got[0]].Library] = true
+	}
+	for i, n := range counts {
+		if n != 5 {
+			t.Errorf("%s runs %d times", describe(cases[i]), n)
+		}
+	}
+	if len(firsts) < 2 {
+		t.Errorf("the same library ran first in all 5 rounds: %v", firsts)
+	}
+	if !slices.Equal(order, schedule(cases, 5, 42)) {
+		t.Error("the same seed gave another order")
+	}
+	if slices.Equal(order, schedule(cases, 5, 43)) {
+		t.Error("another seed gave the same order")
+	}
+}
+
+func TestVariantsRunNextToTheirLibraryWhereTheyTellSomething(t *testing.T) {
+	o, err := parseFlags([]string{"-workloads", "w1,w2,w3", "-libs", "redsync,rueidis,rueidislock,ours", "-g", "64",
+		"-w2-keys", "1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range plan(o) {
+		got = append(got, describe(c))
+	}
+	want := []string{
+		"w1 ours G=64", "w1 redsync G=64", "w1 rueidis G=64", "w1 rueidis:flush G=64", "w1 rueidislock G=64",
+		"w2 ours G=64 keys=1", "w2 redsync G=64 keys=1", "w2 redsync:1ms G=64 keys=1", "w2 rueidis G=64 keys=1",
+		"w2 rueidislock G=64 keys=1", "w2 rueidislock:20ms G=64 keys=1",
+		"w3 ours N=10000", "w3 redsync N=10000", "w3 rueidis N=10000", "w3 rueidislock N=10000",
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("plan =\n%q\nwant\n%q", got, want)

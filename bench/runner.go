@@ -16,7 +16,7 @@ import (
 
 	"github.com/locksmith-go/locksmith/bench/internal/redisadmin"
 	"github.com/locksmith-go/locksmith/bench/internal/sample"
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // runner runs cases, each in its own process, and the ceiling.
@@ -95,7 +95,16 @@ func (r *runner) runCase(ctx context.Context, spec workload.Spec) workload.Recor
 		attempts++
 		quiet := r.waitQuiet(ctx)
 		spec.RunID = fmt.Sprintf("%x", time.Now().UnixNano()&0xffffff)
-		rec, err := r.runOnce(ctx, spec)
+		var rec workload.Record
+		var err error
+		if workload.Contended(spec.Workload) {
+			spec.CheckAddr = r.addr // the critical section's exclusion check runs on the server under test
+		}
+		if workload.Spread(spec.Workload) {
+			rec, err = r.runSpread(ctx, spec)
+		} else {
+			rec, err = r.runOnce(ctx, spec)
+		}
 		r.flush(context.WithoutCancel(ctx))
 		rec.QuietWaitSec = quiet.Seconds()
 		if err != nil {
@@ -128,6 +137,9 @@ func (r *runner) runCase(ctx context.Context, spec workload.Spec) workload.Recor
 // W3's acquisitions and releases, and teardown.
 func (r *runner) caseTimeout(spec workload.Spec) time.Duration {
 	d := spec.Warmup + spec.Duration + spec.Hold + 30*time.Second
+	if spec.Processes > 1 {
+		d += time.Duration(spec.Processes) * 250 * time.Millisecond // starting the processes on a small machine
+	}
 	if spec.Workload == workload.W3 {
 		d += 2*workload.AcquireBudget(spec.Keys) + time.Minute // acquire, release, ownership check
 	}
@@ -215,6 +227,72 @@ func (r *runner) runOnce(ctx context.Context, spec workload.Spec) (workload.Reco
 	return rec, nil
 }
 
+// runSpread runs a spread case (W2x, W4x): Spec.Processes case processes
+// at once, one common window, merged into one record completed with the
+// server-side and machine-wide figures sampled at the window's edges.
+func (r *runner) runSpread(ctx context.Context, spec workload.Spec) (workload.Record, error) {
+	bin := r.peers
+	if isOurs(spec.Library) {
+		bin = r.self
+	}
+	stderrs := make([]*tailBuffer, spec.Processes)
+	var logs []*os.File
+	defer func() {
+		for _, f := range logs {
+			f.Close()
+		}
+	}()
+	var a, b sample.Point
+	var sampled [2]bool
+	ctx, cancel := context.WithTimeout(ctx, r.caseTimeout(spec))
+	defer cancel()
+	rec, err := workload.RunSpread(ctx, workload.SpreadRun{
+		Spec: spec,
+		Command: func(s workload.Spec) *exec.Cmd {
+			flags := workload.CaseFlags{Addr: r.addr, Spec: s, Lease: r.o.lease, WatchdogTTL: r.o.ttl, Sync: true}
+			cmd := exec.Command(bin, append([]string{"case"}, flags.Args()...)...)
+			cmd.SysProcAttr = caseSysProcAttr()
+			tail := &tailBuffer{max: 4 << 10}
+			stderrs[s.Process] = tail
+			cmd.Stderr = tail
+			if r.o.logDir != "" {
+				name := strings.NewReplacer(" ", "_", ":", "-", "=", "").Replace(describe(s)) +
+					fmt.Sprintf(".p%d.log", s.Process)
+				if f, err := os.Create(filepath.Join(r.o.logDir, name)); err == nil {
+					logs = append(logs, f)
+					cmd.Stderr = io.MultiWriter(tail, f)
+				}
+			}
+			return cmd
+		},
+		Begin: func() {
+			var err error
+			a, err = r.sample(ctx)
+			sampled[0] = err == nil
+		},
+		End: func() {
+			var err error
+			b, err = r.sample(ctx)
+			sampled[1] = err == nil
+		},
+	})
+	if err == nil && rec.Ops == 0 && rec.NotApplicable == "" {
+		for i, t := range stderrs {
+			if t == nil {
+				continue
+			}
+			if msg := strings.TrimSpace(t.String()); msg != "" {
+				err = fmt.Errorf("no acquisition; case process %d said: %s", i, truncate(msg, 2000))
+				break
+			}
+		}
+	}
+	if sampled[0] && sampled[1] {
+		r.complete(&rec, sample.Between(a, b, r.ncpu))
+	}
+	return rec, err
+}
+
 // complete fills the record's server-side figures from the window's samples.
 func (r *runner) complete(rec *workload.Record, w sample.Window) {
 	rec.ServerCPU = w.ServerCores
@@ -224,7 +302,7 @@ func (r *runner) complete(rec *workload.Record, w sample.Window) {
 		rec.ServerCmdsPerSec = float64(w.TotalCalls) / secs
 	}
 	if rec.ClientCmds < 0 {
-		rec.ClientCmds = w.Sum(sample.TopLevelOnly...)
+		rec.ClientCmds = max(w.Sum(sample.TopLevelOnly...)-rec.CheckScripts, 0)
 		rec.ClientCmdsEstimated = true
 		if rec.Ops > 0 {
 			rec.ClientCmdsPerOp = float64(rec.ClientCmds) / float64(rec.Ops)
@@ -233,6 +311,8 @@ func (r *runner) complete(rec *workload.Record, w sample.Window) {
 	if rec.Workload == workload.W3 {
 		if secs > 0 {
 			rec.RenewCmdsPerSec = float64(w.Sum("evalsha", "eval")) / secs
+			// Every library's renewal sets the key's expiry once per lock, inside its script.
+			rec.LocksRenewedPerSec = float64(w.Sum("pexpire", "pexpireat", "expire", "expireat")) / secs
 		}
 		return // ops are the acquisitions, made before the window
 	}

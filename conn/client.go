@@ -49,10 +49,13 @@ type Client struct {
 }
 
 // New validates cfg, starts the event loops, finds the topology (asking the Sentinels for the master, or a seed
-// node for the cluster's slot map) and dials the pools. It blocks until every connection of the pools has
-// connected or failed (each bounded by DialTimeout) and returns an error if none connected (matching
-// ErrUnavailable, wrapping the cause: refused, timeout, AUTH failure, no Sentinel or seed answering...).
-// Connections that failed while others succeeded are retried in the background. Close the Client when done.
+// node for the cluster's slot map) and dials the pools. With Config.LazyConnect it does all that in the background
+// and returns at once, without an error from any server. Otherwise it blocks until every connection of the pools
+// has connected or failed (each bounded by DialTimeout) and returns an error if none connected: a *ConnError matching
+// ErrUnavailable and wrapping the cause (connection refused, timeout, a wrong handshake answer, no Sentinel or seed
+// answering...), or matching ErrAuth (credentials or permissions refused) or ErrInvalidConfig (a database, client
+// name or TLS setting the server refuses) instead, which no retry will fix. Connections that failed while others
+// succeeded are retried in the background. Close the Client when done.
 func New(cfg Config) (*Client, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -81,12 +84,7 @@ func New(cfg Config) (*Client, error) {
 	default:
 		c.reg = newRegistry(func(string) *pubsub { return c.node.pubsub(c, false) }, nil)
 		c.node = newNode(c, cfg.Addr, &endpoint{cfg: &c.cfg})
-		var dials sync.WaitGroup
-		c.node.dialAll(&dials)
-		dials.Wait()
-		if c.node.pool.pick() == nil {
-			err = c.node.pool.unavailable()
-		}
+		err = c.node.start(cfg.LazyConnect)
 	}
 	if err != nil {
 		_ = c.Close()
@@ -297,7 +295,7 @@ func (c *Client) Subscribe(channel string, h Handler) *future.Future[*Subscripti
 // "publish". Scripts that publish should take it as an argument (redis.call(ARGV[n], channel, message)), as
 // Redisson's do, so that Go and Java clients on one cluster agree. Safe for concurrent use.
 func (c *Client) PublishCommand() string {
-	if c.cluster != nil && c.cluster.sharded {
+	if c.cluster != nil && c.cluster.sharded.Load() {
 		return "spublish"
 	}
 	return "publish"

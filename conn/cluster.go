@@ -13,11 +13,14 @@ import (
 // cluster is the slot map of a cluster Client and its nodes, one per master. Routing reads the map lock-free
 // (an atomic pointer per slot); refreshes, MOVED replies and node creation take mu.
 type cluster struct {
-	c       *Client
-	rt      *router
-	ep      *endpoint // shared by every node's connections
-	ref     *refresher
-	sharded bool // channels use SSUBSCRIBE, scripts SPUBLISH (probed by New; immutable after)
+	c   *Client
+	rt  *router
+	ep  *endpoint // shared by every node's connections
+	ref *refresher
+	// sharded: channels use SSUBSCRIBE, scripts SPUBLISH. Probed by New, or (LazyConnect with no seed answering)
+	// by the first refresh that gets a map, before it creates any node; written once.
+	sharded atomic.Bool
+	probed  bool // sharded is known; owned by New, then by the refresh (one at a time)
 
 	useShards atomic.Bool // CLUSTER SHARDS works (else CLUSTER SLOTS)
 	slots     [SlotCount]atomic.Pointer[node]
@@ -55,13 +58,27 @@ func (c *Client) startCluster() error {
 			return err
 		}
 		if err == nil {
-			t, cl.sharded = top, sharded && !c.cfg.DisableShardedPubSub
+			t, cl.probed = top, true
+			cl.sharded.Store(sharded && !c.cfg.DisableShardedPubSub)
 			break
 		}
 		errs = append(errs, err)
 	}
 	if t == nil {
-		return unavailableError("", "cluster", errors.Join(append([]error{errors.New("no seed node answered")}, errs...)...))
+		err := unavailableError("", "cluster", errors.Join(append([]error{errors.New("no seed node answered")}, errs...)...))
+		if !c.cfg.LazyConnect {
+			return err
+		}
+		// Lazily: commands find no node and retry within RetryTimeout; refreshes ask the seeds until one answers.
+		c.cfg.Logger.Warn("conn: no cluster seed answered; retrying in the background", "error", err)
+		cl.ref.start()
+		cl.ref.trigger()
+		return nil
+	}
+	if c.cfg.LazyConnect {
+		cl.apply(t, nil) // the nodes connect in the background
+		cl.ref.start()
+		return nil
 	}
 	var dials sync.WaitGroup
 	cl.apply(t, &dials)
@@ -126,7 +143,7 @@ func (cl *cluster) routePubsub(name string) *pubsub {
 	if n == nil {
 		return nil
 	}
-	return n.pubsub(cl.c, cl.sharded)
+	return n.pubsub(cl.c, cl.sharded.Load())
 }
 
 // movedPubsub is the registry's moved: a (S)SUBSCRIBE refused with MOVED goes to the node the reply names.
@@ -140,7 +157,7 @@ func (cl *cluster) movedPubsub(msg string) *pubsub {
 		return nil
 	}
 	cl.moved(slot, n)
-	return n.pubsub(cl.c, cl.sharded)
+	return n.pubsub(cl.c, cl.sharded.Load())
 }
 
 // pipelineNode routes a Pipeline: every command with a key must map to one node; it fills es[i].slot.
@@ -181,6 +198,7 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 	active := map[string]*node{}
 	var masters []*node
 	var covered [SlotCount]bool
+	moves := map[[2]*node]bool{} // slots taken from one node by another, for failover events
 	for _, sh := range t.shards {
 		if sh.master == "" || len(sh.ranges) == 0 {
 			continue
@@ -202,9 +220,11 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 		for _, r := range sh.ranges {
 			for s := r[0]; s <= r[1]; s++ {
 				covered[s] = true
-				if cl.slots[s].Load() != n {
-					cl.slots[s].Store(n)
+				if old := cl.slots[s].Swap(n); old != n {
 					changed = true
+					if old != nil {
+						moves[[2]*node{old, n}] = true
+					}
 				}
 			}
 		}
@@ -226,6 +246,12 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 	cl.masters.Store(&masters)
 	cl.known = t.addrs()
 	cl.mu.Unlock()
+	for m := range moves {
+		if prev := m[0].currentAddr(); active[prev] == nil {
+			// The old master left the map: a failover, not a migration between masters.
+			cl.c.emit(Event{Kind: EventFailover, Addr: m[1].currentAddr(), Prev: prev})
+		}
+	}
 	cl.c.reg.sweep()
 	for _, n := range closeNow {
 		n.close(ErrNodeRemoved)
@@ -268,7 +294,7 @@ func (cl *cluster) retireLocked(n *node) bool {
 // refresh is the refresher's run: fetch the map and apply it; while a master has no open connection, refresh
 // again soon.
 func (cl *cluster) refresh() {
-	t, err := cl.fetch()
+	t, sharded, err := cl.fetch(!cl.probed)
 	if err != nil {
 		if cl.c.ctx.Err() == nil {
 			level := slog.LevelDebug // warn once per outage
@@ -281,6 +307,10 @@ func (cl *cluster) refresh() {
 		return
 	}
 	cl.failing.Store(false)
+	if !cl.probed {
+		cl.probed = true
+		cl.sharded.Store(sharded && !cl.c.cfg.DisableShardedPubSub)
+	}
 	if cl.apply(t, nil) {
 		cl.rt.kick() // retries waiting for this change go now
 	}

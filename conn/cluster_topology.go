@@ -83,18 +83,18 @@ func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *t
 	}
 }
 
-// fetch asks the known nodes in turn (masters that are up, then the other masters and replicas of the last map,
+// fetch asks the known nodes in turn (with probe, also whether they have sharded pub/sub: see fetchFrom) (masters that are up, then the other masters and replicas of the last map,
 // then the seeds), each bounded by DialTimeout, and returns the first map whose masters the Client can all reach.
 // During a failover the nodes learn the promotion at different moments (the promoted replica first), so while the
 // maps it gets name an unreachable master it asks the next node, and returns the map with the fewest such masters.
 // It blocks until then or until the Client closes.
-func (cl *cluster) fetch() (*topology, error) {
+func (cl *cluster) fetch(probe bool) (*topology, bool, error) {
 	var errs []error
 	var best *topology
-	bestSuspects := 0
+	bestSuspects, bestSharded := 0, false
 	for _, addr := range cl.candidates() {
 		ctx, cancel := context.WithTimeout(cl.c.ctx, cl.c.cfg.DialTimeout)
-		t, _, err := cl.fetchFrom(ctx, addr, false)
+		t, sharded, err := cl.fetchFrom(ctx, addr, probe)
 		cancel()
 		if err != nil {
 			errs = append(errs, err)
@@ -105,16 +105,16 @@ func (cl *cluster) fetch() (*topology, error) {
 		}
 		n := cl.suspects(t)
 		if n == 0 {
-			return t, nil
+			return t, sharded, nil
 		}
 		if best == nil || n < bestSuspects {
-			best, bestSuspects = t, n
+			best, bestSuspects, bestSharded = t, n, sharded
 		}
 	}
 	if best != nil {
-		return best, nil
+		return best, bestSharded, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, false, errors.Join(errs...)
 }
 
 // candidates lists the addresses to ask for the slot map, best first, without duplicates.

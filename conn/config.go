@@ -136,6 +136,17 @@ type Config struct {
 	// connections all use Go's netpoller.
 	DisableLatencyLane bool
 
+	// LazyConnect makes New return without waiting for any server: it validates the Config, starts the event
+	// loops and the first connection attempts (and, for Sentinel and cluster, the first topology query) in the
+	// background, and succeeds while every server is down. Until a server answers, commands fail fast with a
+	// *ConnError matching ErrUnavailable (a Sentinel or cluster Client first retries them within RetryTimeout);
+	// connections are made, and re-made, in the background with the usual backoff (ReconnectMinBackoff doubling
+	// up to ReconnectMaxBackoff, so a server that comes up is used within ReconnectMaxBackoff). A refused
+	// handshake (ErrAuth, ErrInvalidConfig) is then reported by the commands instead of by New. Default false:
+	// New waits for the first connections (each bounded by DialTimeout) and fails if none is made, so that a
+	// wrong address or password shows at start. URL option lazy_connect.
+	LazyConnect bool
+
 	// DialTimeout bounds one connection attempt, handshake included. Default DefaultDialTimeout.
 	DialTimeout time.Duration
 	// ResponseTimeout is how long a connection may wait for its oldest pending reply before it is reset and all
@@ -148,13 +159,28 @@ type Config struct {
 	// re-establish a connection. Defaults DefaultReconnectMinBackoff and DefaultReconnectMaxBackoff.
 	ReconnectMinBackoff, ReconnectMaxBackoff time.Duration
 
-	// Limits bounds what the reply decoder accepts (bulk length, array length, nesting); a reply over a limit is a
-	// protocol error that resets the connection. Zero fields take resp's defaults.
+	// Limits bounds what the reply decoder accepts, and so the memory a reply can take: zero fields take resp's
+	// defaults, which suit locks and small values — bulk strings up to 8 MiB (resp.DefaultMaxBulkLen), simple
+	// strings and error lines up to 1 MiB (DefaultMaxLineLen), 262,144 array elements per reply
+	// (DefaultMaxArrayLen), 16 MiB per reply (DefaultMaxReplyLen), 32 levels of nesting. Each limit is checked
+	// as soon as the bytes show it broken (a bulk string's header, a line's bytes so far), and a connection
+	// buffers at most MaxReplyLen of a reply still arriving. A reply over a limit fails its command, and every
+	// other command in flight on that connection (the stream cannot be resynchronised), with a *ConnError
+	// matching ErrConnLost whose cause holds a *resp.LimitError (errors.As) naming the limit; the connection is
+	// closed and re-made as after any drop. Raise the limit for replies you expect to be larger (also the URL
+	// options max_bulk_len, max_line_len, max_array_len, max_reply_len).
 	Limits resp.Limits
 
 	// Timer is the timing wheel for response timeouts, PINGs and reconnect backoff. Nil: the Client creates one
 	// and stops it in Close. A shared Timer is not stopped by Close.
 	Timer *timer.Timer
+	// OnEvent, when set, is told of every change in the Client's connections: connected, lost (with the error),
+	// reconnected, failover (a Sentinel or cluster master change), resubscribed (see Event). It is called
+	// synchronously on the goroutine where the change happens — a connection attempt's goroutine, an event
+	// loop, a stream reader, the timer's worker, a topology refresh — so it must not block (count, log, or hand
+	// the event over without waiting) and must not call Close; it may issue commands. The events of one
+	// connection come in order. A panic in it is recovered and logged. Nil: no events.
+	OnEvent func(Event)
 	// Logger receives connection events (drops, reconnects, protocol errors) and gnet's own messages. Nil
 	// discards them.
 	Logger *slog.Logger
@@ -183,6 +209,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.EventLoops == 0 {
 		c.EventLoops = DefaultEventLoops
+	}
+	for i := 0; i < len(c.ClientName); i++ {
+		if b := c.ClientName[i]; b <= ' ' || b > '~' {
+			return c, invalid("ClientName %q: Redis accepts only printable ASCII without spaces (byte %d)", c.ClientName, i)
+		}
 	}
 	if c.FlushPolicy != FlushOnReply && c.FlushPolicy != FlushEager {
 		return c, invalid("FlushPolicy %d is unknown", int(c.FlushPolicy))

@@ -5,9 +5,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/locksmith-go/locksmith/resp"
@@ -21,8 +21,8 @@ type dialed struct {
 }
 
 // dialConn opens a connection to addr and runs the handshake (with the ROLE check when master is set), all bounded by
-// ctx (the caller gives it DialTimeout). On failure it returns the step that failed ("dial", "tls", "handshake") and the cause; the connection
-// is then closed. It blocks; it runs on a dial goroutine, never on an event loop.
+// ctx (the caller gives it DialTimeout). On failure it returns the step that failed ("dial", "tls", "handshake")
+// and the cause; the connection is then closed. It blocks; it runs on a dial goroutine, never on an event loop.
 //
 // The handshake runs here, on the plain net.Conn, before the connection is enrolled into an event loop: it is a
 // few sequential request/replies with a deadline, which is simplest on a blocking socket and keeps the pipeline
@@ -35,99 +35,23 @@ func dialConn(ctx context.Context, cfg *Config, addr string, master bool) (d dia
 	}
 	var nc net.Conn = d.raw
 	if cfg.TLS != nil {
-		tcfg := cfg.TLS
-		if tcfg.ServerName == "" && !tcfg.InsecureSkipVerify {
-			tcfg = tcfg.Clone()
-			tcfg.ServerName, _, _ = net.SplitHostPort(addr)
-		}
-		d.tc = tls.Client(d.raw, tcfg)
-		if err := d.tc.HandshakeContext(ctx); err != nil {
+		if d.tc, err = tlsHandshake(ctx, cfg, d.raw, addr); err != nil {
 			_ = d.raw.Close()
 			return d, "tls", err
 		}
 		nc = d.tc
 	}
-	if err := handshake(ctx, nc, cfg, master); err != nil {
+	if err := runHandshake(ctx, nc, cfg, master); err != nil {
 		_ = d.raw.Close()
+		if cfg.TLS == nil && mayBeTLS(err) && speaksTLS(ctx, addr) {
+			err = tlsServerError(addr)
+		} else if cfg.TLS != nil {
+			err = tlsRefusal(err, addr)
+		}
 		return d, "handshake", err
 	}
 	d.nc = nc
 	return d, "", nil
-}
-
-// handshake authenticates, selects the database, names the connection and PINGs, in one write, and checks every
-// reply. The PING makes a server that accepts connections but cannot serve (max clients reached, LOADING) a failed
-// attempt, retried with backoff, instead of a connection that fails its first command. With master set (the data
-// connections of a Sentinel Client) it also sends ROLE and fails with ErrNotMaster unless the server is a master, so
-// that a stale address from a Sentinel, or an old master demoted meanwhile, never serves commands.
-func handshake(ctx context.Context, nc net.Conn, cfg *Config, master bool) error {
-	var buf []byte
-	var names []string
-	if cfg.Password != "" || cfg.Username != "" {
-		if cfg.Username != "" {
-			buf = resp.AppendCommand(buf, "AUTH", cfg.Username, cfg.Password)
-		} else {
-			buf = resp.AppendCommand(buf, "AUTH", cfg.Password)
-		}
-		names = append(names, "AUTH")
-	}
-	if cfg.DB != 0 {
-		buf = resp.AppendCommand(buf, "SELECT", strconv.Itoa(cfg.DB))
-		names = append(names, "SELECT")
-	}
-	if cfg.ClientName != "" {
-		buf = resp.AppendCommand(buf, "CLIENT", "SETNAME", cfg.ClientName)
-		names = append(names, "CLIENT SETNAME")
-	}
-	buf = appendPing(buf)
-	names = append(names, "PING")
-	if master {
-		buf = resp.AppendCommand(buf, "ROLE")
-		names = append(names, "ROLE")
-	}
-
-	if dl, ok := ctx.Deadline(); ok {
-		_ = nc.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) }) // cancellation unblocks I/O
-	defer stop()
-	if _, err := nc.Write(buf); err != nil {
-		return ctxOr(ctx, err)
-	}
-
-	dec := resp.Decoder{Limits: cfg.Limits}
-	rbuf := make([]byte, 0, 512)
-	var firstErr error
-	for _, name := range names {
-		for {
-			v, n, err := dec.Decode(rbuf)
-			if err == nil {
-				rbuf = rbuf[:copy(rbuf, rbuf[n:])]
-				if se := v.Err(); se != nil && firstErr == nil {
-					firstErr = fmt.Errorf("%s: %w", name, se)
-				}
-				if name == "ROLE" && firstErr == nil && !isMasterRole(&v) {
-					firstErr = fmt.Errorf("%w (ROLE: %s)", ErrNotMaster, v.String())
-				}
-				break
-			}
-			if !errors.Is(err, resp.ErrIncomplete) {
-				return err
-			}
-			if len(rbuf) == cap(rbuf) {
-				rbuf = append(rbuf, 0)[:len(rbuf)]
-			}
-			m, err := nc.Read(rbuf[len(rbuf):cap(rbuf)])
-			rbuf = rbuf[:len(rbuf)+m]
-			if err != nil {
-				return ctxOr(ctx, err)
-			}
-		}
-	}
-	if firstErr != nil {
-		return firstErr
-	}
-	return nc.SetDeadline(time.Time{})
 }
 
 // ctxOr returns ctx's error when ctx has ended (the I/O error is then only its consequence), else err. The only
@@ -141,11 +65,6 @@ func ctxOr(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%v)", context.DeadlineExceeded, err)
 	}
 	return err
-}
-
-// isMasterRole reports whether a ROLE reply says master.
-func isMasterRole(v *resp.Value) bool {
-	return v.Type == resp.Array && len(v.Elems) > 0 && v.Elems[0].Str == "master"
 }
 
 // query runs cmds on a fresh connection to addr (handshake included, ROLE-checked when master is set) and returns
@@ -170,6 +89,7 @@ func query(ctx context.Context, cfg *Config, addr string, master bool, cmds ...[
 		return nil, fmt.Errorf("%s: %w", addr, ctxOr(ctx, err))
 	}
 	dec := resp.Decoder{Limits: cfg.Limits}
+	maxReply := int(min(cfg.Limits.Resolved().MaxReplyLen, math.MaxInt32)) + maxIntegerLine
 	rbuf := make([]byte, 0, 4096)
 	out := make([]resp.Value, 0, len(cmds))
 	for len(out) < len(cmds) {
@@ -182,8 +102,15 @@ func query(ctx context.Context, cfg *Config, addr string, master bool, cmds ...[
 		if !errors.Is(err, resp.ErrIncomplete) {
 			return nil, fmt.Errorf("%s: %w", addr, err)
 		}
+		if len(rbuf) >= maxReply {
+			return nil, fmt.Errorf("%s: %w", addr, errPartialTooLong) // cannot happen: see below
+		}
 		if len(rbuf) == cap(rbuf) {
-			rbuf = append(rbuf, make([]byte, len(rbuf))...)[:len(rbuf)]
+			// The decoder refuses a reply over MaxReplyLen as soon as its bytes show it, so the buffer, which
+			// holds one incomplete reply, never needs to grow past that.
+			grown := make([]byte, len(rbuf), min(2*cap(rbuf), maxReply))
+			copy(grown, rbuf)
+			rbuf = grown
 		}
 		m, err := d.nc.Read(rbuf[len(rbuf):cap(rbuf)])
 		rbuf = rbuf[:len(rbuf)+m]

@@ -11,7 +11,9 @@
 //
 // Every call returns a future (package future) at once; the blocking form is the call plus Get. Error replies
 // complete the future with a *resp.ServerError; connection failures with a *ConnError (errors.Is ErrConnLost: the
-// command may have run; ErrUnavailable: it was never sent); Close with ErrClosed.
+// command may have run; ErrUnavailable: it was never sent, retry later; ErrAuth or ErrInvalidConfig: it was never
+// sent because the server refused the connection's credentials or configuration, and retrying will not help);
+// Close with ErrClosed. No error and no log line holds a password: URLs are quoted as RedactURL shows them.
 //
 // # Pipelining
 //
@@ -168,7 +170,45 @@
 //
 // gnet has no TLS. A rediss:// connection (Config.TLS non-nil) runs over crypto/tls with a reader goroutine and a
 // writer goroutine (the stream transport, shared with the latency lane); the pipeline (buffer, FIFO, flush rules,
-// the caller's direct write of a small batch on an idle connection) is the same code.
+// the caller's direct write of a small batch on an idle connection) is the same code. The URL options
+// tls_ca_file, tls_cert_file with tls_key_file, and tls_insecure_skip_verify fill Config.TLS (see ParseURL). A
+// scheme that does not match the port fails fast with ErrInvalidConfig saying which to use: TLS against a
+// plaintext server is recognised within about 250 ms (a plain PING probe on a second connection, since
+// redis-server would otherwise wait for the ClientHello's end of line until DialTimeout), plaintext against a TLS
+// server from its reset (a ClientHello probe). A certificate either side refuses is ErrInvalidConfig too.
+//
+// # Connecting
+//
+// Each connection's handshake — AUTH (when credentials are set), SELECT (DB other than 0), CLIENT SETNAME
+// (ClientName), PING, and ROLE on a Sentinel Client's data connections — is one write, every reply checked for
+// what it must be (+OK, +PONG, a ROLE array saying master), the whole bounded by DialTimeout and each reply by
+// 64 KiB. A wrong, malformed or oversized answer fails the attempt with a *HandshakeError naming the step and
+// quoting (escaped, truncated) what came back. Refusals that no retry will fix are not ErrUnavailable:
+// credentials or permissions (WRONGPASS, NOAUTH, NOPERM...) match ErrAuth, a database or client name the server
+// refuses matches ErrInvalidConfig; a Client refused this way retries only every ReconnectMaxBackoff.
+//
+// By default New waits for the first connections and fails if none is made, so that a wrong address or password
+// shows at start. With LazyConnect (URL option lazy_connect=true) New returns at once, even with every server down;
+// commands fail with ErrUnavailable until a server answers, and connections are made in the background.
+//
+// Config.OnEvent is told of every connection connected, lost (with the error), reconnected, every failover
+// (Sentinel or cluster master change) and every pub/sub resubscription: an Event of plain data (kind, address,
+// role, error, time), made to feed metrics and logs. It runs synchronously where the change happens and must not
+// block.
+//
+// # Bounded memory
+//
+// A reply can take no more memory than Config.Limits allows, whatever the server sends: bulk strings up to 8 MiB,
+// simple-string and error lines up to 1 MiB, 262,144 array elements and 16 MiB per reply by default (resp's
+// Default* constants; URL options max_bulk_len, max_line_len, max_array_len, max_reply_len). The decoder refuses a
+// reply as soon as its bytes show it over a limit (a length header, a line's bytes so far), before buffering or
+// allocating what it announces. A reply still arriving is held in one buffer per connection that grows to at most
+// the limit — once, to the exact size, for a bulk string (resp.Decoder.Needed), which is decoded when its last
+// byte arrives — while the transport's own buffer holds one read. A reply over a limit fails its command (and the
+// others in flight on the connection) with ErrConnLost and a *resp.LimitError naming the limit and how to raise
+// it; the connection is re-made. Measured against endless hostile replies (hostile_test.go): a 512 MiB bulk string
+// and a 100-million-element array are refused at their header, an endless simple string after 1 MiB, with the
+// heap's peak 2.1 MiB above its start at most; before these limits one such reply took it to 1-1.45 GiB.
 //
 // # Measured (2-core VM shared with other work; figures move between runs, ratios less)
 //

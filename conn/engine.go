@@ -142,12 +142,11 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 	}
 	pc := t.pc
 	if c.InboundBuffered() > 0 {
+		// onInbound consumes everything (a partial reply goes to its own bounded buffer), so gnet's inbound
+		// buffer stays empty and Peek returns the loop's read buffer without copying.
 		data, _ := c.Peek(-1)
-		n, err := pc.onInbound(data)
-		if n > 0 {
-			// Never Discard(0): gnet then discards everything (GNET-NOTES pitfall 2).
-			_, _ = c.Discard(n)
-		}
+		err := pc.onInbound(data)
+		_, _ = c.Discard(len(data)) // len(data) > 0: Discard(0) would discard everything (GNET-NOTES pitfall 2)
 		if err != nil {
 			return gnet.Close
 		}
@@ -178,9 +177,9 @@ func (*loopHandler) OnClose(c gnet.Conn, err error) gnet.Action {
 	case err == nil:
 		err = io.EOF
 		op = "close"
-	case errors.Is(err, io.EOF) && c.InboundBuffered() > 0:
+	case errors.Is(err, io.EOF) && t.pc.partialLen() > 0:
 		// The peer closed in the middle of a reply.
-		err = fmt.Errorf("%w (%d bytes of a partial reply)", io.ErrUnexpectedEOF, c.InboundBuffered())
+		err = fmt.Errorf("%w (%d bytes of a partial reply)", io.ErrUnexpectedEOF, t.pc.partialLen())
 	}
 	t.pc.closed(op, err)
 	return gnet.None

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/locksmith-go/locksmith/resp"
 )
 
 var (
@@ -22,6 +24,19 @@ var (
 	// one is scheduled with backoff) or a connection attempt in progress failed. It is safe to retry later.
 	ErrUnavailable = errors.New("conn: server unavailable; the command was not sent, retry later")
 
+	// ErrAuth is matched (errors.Is) by the error of New, of a connection attempt, and of the commands that found
+	// no connection because of it, when the server refused the connection's credentials or a permission its
+	// handshake needs: WRONGPASS (a wrong username or password, or a disabled user), NOAUTH (the server requires a
+	// password and none is configured), "AUTH <password> called without any password configured" (a password is
+	// configured and the server needs none), or NOPERM for AUTH, SELECT, CLIENT SETNAME, PING or ROLE. It does not
+	// match ErrUnavailable: retrying will not help. Fix Config.Username and Config.Password (the URL's user info)
+	// or the server's ACL (the user needs +ping, +select and +client|setname for what the Config sends). The
+	// server's reply is a *resp.ServerError inside a *HandshakeError (errors.As). A Client whose server starts
+	// refusing it keeps trying, but only every Config.ReconnectMaxBackoff, so a fixed ACL is picked up without a
+	// restart; commands meanwhile fail at once with this error.
+	ErrAuth = errors.New("conn: the server refused the credentials or a permission the connection needs; " +
+		"fix Config.Username/Password (the URL's user info) or the user's ACL on the server")
+
 	// ErrTimeout is matched (errors.Is) by the *ConnError of the commands of a connection reset because a reply did
 	// not come within Config.ResponseTimeout. Such an error also matches context.DeadlineExceeded and reports
 	// Timeout() == true.
@@ -32,7 +47,10 @@ var (
 	ErrUnexpectedReply = errors.New("conn: reply with no command waiting for it")
 
 	// ErrInvalidConfig is matched (errors.Is) by every error New and ParseURL return for a bad Config or URL; the
-	// message names the field or option at fault.
+	// message names the field or option at fault. It is also matched by the error of a connection attempt that
+	// shows the Config cannot work with the server: a database index the server refuses (SELECT: "DB index is out
+	// of range"), a client name it refuses, or TLS against a server that answers in plain RESP (rediss:// on a
+	// plaintext port) and the reverse; that error does not match ErrUnavailable. Fix the Config or the URL.
 	ErrInvalidConfig = errors.New("conn: invalid configuration")
 
 	// ErrEmptyCommand is returned (as the future's error) by Do and Pipeline for a command with no arguments and no
@@ -107,7 +125,9 @@ func (e *CrossSlotError) Unwrap() []error {
 // ConnError is the error of a command that failed because of its connection rather than because of the server's
 // reply: the connection could not be established, dropped, was reset after a response timeout, or received bytes
 // that are not RESP2. It matches ErrConnLost (the command may have run) or ErrUnavailable (it was never sent) with
-// errors.Is, and its cause with errors.Is / errors.As (a *resp.ProtocolError, a net.Error, io.EOF, ErrTimeout...).
+// errors.Is, and its cause with errors.Is / errors.As (a *resp.ProtocolError, a net.Error, io.EOF, ErrTimeout, a
+// *HandshakeError...). When the server refused the connection itself — its credentials (ErrAuth) or its
+// configuration (ErrInvalidConfig) — it matches that instead of ErrUnavailable: waiting will not help.
 type ConnError struct {
 	// Addr is the server's host:port.
 	Addr string
@@ -118,16 +138,19 @@ type ConnError struct {
 	// Err is the cause.
 	Err error
 
-	kind error // ErrConnLost or ErrUnavailable
+	kind error // ErrConnLost, ErrUnavailable, or nil when the server refused the connection (see refused)
 }
 
 // Error describes the failure, its server and its cause.
 func (e *ConnError) Error() string {
 	var sb strings.Builder
-	if e.kind == ErrUnavailable {
+	switch e.kind {
+	case ErrUnavailable:
 		sb.WriteString("conn: server unavailable (")
-	} else {
+	case ErrConnLost:
 		sb.WriteString("conn: connection lost (")
+	default:
+		sb.WriteString("conn: the server refused the connection (")
 	}
 	sb.WriteString(e.Op)
 	sb.WriteString(" ")
@@ -137,13 +160,42 @@ func (e *ConnError) Error() string {
 		sb.WriteString(": ")
 		sb.WriteString(e.Err.Error())
 	}
+	var le *resp.LimitError
+	var he *HandshakeError
+	if errors.As(e.Err, &le) && !errors.As(e.Err, &he) { // the handshake's limits are fixed
+		sb.WriteString("; to accept such replies, raise Config.Limits.")
+		sb.WriteString(le.Limit)
+		if opt := limitOption(le.Limit); opt != "" {
+			sb.WriteString(" (URL option ")
+			sb.WriteString(opt)
+			sb.WriteString(")")
+		}
+	}
 	return sb.String()
 }
 
-// Unwrap returns the kind sentinel (ErrConnLost or ErrUnavailable) and the cause, so that errors.Is and errors.As
-// see both.
+// limitOption returns the URL option that sets the resp.Limits field named limit, or "".
+func limitOption(limit string) string {
+	switch limit {
+	case "MaxBulkLen":
+		return "max_bulk_len"
+	case "MaxLineLen":
+		return "max_line_len"
+	case "MaxArrayLen":
+		return "max_array_len"
+	case "MaxReplyLen":
+		return "max_reply_len"
+	}
+	return ""
+}
+
+// Unwrap returns the kind sentinel (ErrConnLost or ErrUnavailable, none for a refusal) and the cause, so that
+// errors.Is and errors.As see both.
 func (e *ConnError) Unwrap() []error {
-	if e.Err == nil {
+	switch {
+	case e.kind == nil:
+		return []error{e.Err}
+	case e.Err == nil:
 		return []error{e.kind}
 	}
 	return []error{e.kind, e.Err}
@@ -169,7 +221,18 @@ func lostError(addr, op string, cause error) *ConnError {
 	return &ConnError{Addr: addr, Op: op, Err: cause, kind: ErrConnLost}
 }
 
-// unavailableError builds the error of a command that was never sent.
+// unavailableError builds the error of a command that was never sent, and of a failed connection attempt: it
+// matches ErrUnavailable, unless the server refused the connection's configuration (see refused).
 func unavailableError(addr, op string, cause error) *ConnError {
+	if refused(cause) {
+		return &ConnError{Addr: addr, Op: op, Err: cause}
+	}
 	return &ConnError{Addr: addr, Op: op, Err: cause, kind: ErrUnavailable}
+}
+
+// refused reports whether a connection attempt failed because the server refused its credentials or its
+// configuration: nothing will change until someone fixes one or the other, so it is not reported as unavailable
+// and not retried on the short backoff of a transient failure.
+func refused(err error) bool {
+	return err != nil && (errors.Is(err, ErrAuth) || errors.Is(err, ErrInvalidConfig))
 }

@@ -202,14 +202,16 @@ func (m messages) expect(t *testing.T, kind conn.MessageKind, payload string, wi
 }
 
 // TestClusterMasterKilled kills the master of a slot under an EVALSHA load over every slot: the client serves
-// that slot again within 5 s of the kill, every future ends (in-flight ones with a *ConnError), and a sharded
-// subscription on the slot comes back on the promoted replica (KindResubscribed) and receives messages.
+// that slot again within 5 s of the kill, every future ends (in-flight ones with a *ConnError), an EventFailover
+// names the old and the new master, and a sharded subscription on the slot comes back on the promoted replica
+// (KindResubscribed) and receives messages.
 func TestClusterMasterKilled(t *testing.T) {
 	// cluster-node-timeout 1 s (redistest's default is 2 s): the servers' failover then takes 2-3 s here instead of
 	// 3.8-4.8 s, which leaves the 5 s bound to the client rather than to the machine's load.
 	cl := redistest.StartCluster(t, redistest.WithClusterNodeTimeout(time.Second))
 	ctx := ctxT(t)
-	c := newClient(t, conn.Config{ClusterAddrs: cl.Addrs()})
+	evs := newEventLog()
+	c := newClient(t, conn.Config{ClusterAddrs: cl.Addrs(), OnEvent: evs.add})
 	if got := c.PublishCommand(); got != "spublish" {
 		t.Fatalf("PublishCommand = %q on Redis 7; want spublish", got)
 	}
@@ -274,6 +276,9 @@ func TestClusterMasterKilled(t *testing.T) {
 	load.waitPairs(1000)
 	load.finish()
 
+	if ev := evs.expect(t, conn.EventFailover, "", 5*time.Second); ev.Prev != victim.Addr() || ev.Addr != replica[0].Addr() {
+		t.Fatalf("failover event %+v; want %s -> %s", ev, victim.Addr(), replica[0].Addr())
+	}
 	msgs.expect(t, conn.KindResubscribed, "", 5*time.Second)
 	if chans, err := promoted.DoStrings(ctx, "PUBSUB", "SHARDCHANNELS"); err != nil || !slices.Contains(chans, channel) {
 		t.Fatalf("PUBSUB SHARDCHANNELS on the promoted master = %v, %v", chans, err)

@@ -22,9 +22,12 @@ type fakeServer struct {
 	// silentAfterHandshake, when >= 0, is the number of the connection that stops answering anything (PINGs
 	// included) after the handshake's PING; set before the client connects. -1 (the default): none.
 	silentAfterHandshake int
-	wg                   sync.WaitGroup
-	mu                   sync.Mutex
-	conns                []net.Conn
+	// answerPing, when set before the client connects, answers every PING instead of +PONG; it returns false to
+	// stop serving the connection.
+	answerPing func(i int, c net.Conn) bool
+	wg         sync.WaitGroup
+	mu         sync.Mutex
+	conns      []net.Conn
 }
 
 func startFake(t *testing.T, behave func(i int, cmd []string, c net.Conn) bool) *fakeServer {
@@ -84,6 +87,12 @@ func (f *fakeServer) serve(i int, c net.Conn) {
 			}
 			if len(cmd) == 1 && cmd[0] == "PING" {
 				pings++
+				if f.answerPing != nil {
+					if !f.answerPing(i, c) {
+						return
+					}
+					continue
+				}
 				if _, err := c.Write([]byte("+PONG\r\n")); err != nil {
 					return
 				}
@@ -118,4 +127,54 @@ func (f *fakeServer) close() {
 func reply(c net.Conn, s string) bool {
 	_, err := c.Write([]byte(s))
 	return err == nil
+}
+
+// relay returns a behaviour that sends each command to the real server at upstream, on one connection per fake
+// connection, and copies its reply back: the client then talks to a real redis-server through the fake, which can
+// still inject a fault into any reply. It handles request/reply commands only (no pub/sub).
+func relay(t *testing.T, upstream string) func(i int, cmd []string, c net.Conn) bool {
+	var mu sync.Mutex
+	ups := map[int]net.Conn{}
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, u := range ups {
+			_ = u.Close()
+		}
+	})
+	return func(i int, cmd []string, c net.Conn) bool {
+		mu.Lock()
+		u, ok := ups[i]
+		if !ok {
+			var err error
+			if u, err = net.Dial("tcp", upstream); err != nil {
+				mu.Unlock()
+				return false
+			}
+			ups[i] = u
+		}
+		mu.Unlock()
+		if _, err := u.Write(resp.AppendCommand(nil, cmd...)); err != nil {
+			return false
+		}
+		var dec resp.Decoder
+		buf := make([]byte, 0, 4096)
+		for {
+			n, err := dec.Scan(buf)
+			if err == nil {
+				return reply(c, string(buf[:n]))
+			}
+			if !errors.Is(err, resp.ErrIncomplete) {
+				return false
+			}
+			if len(buf) == cap(buf) {
+				buf = append(buf, 0)[:len(buf)]
+			}
+			m, err := u.Read(buf[len(buf):cap(buf)])
+			if err != nil {
+				return false
+			}
+			buf = buf[:len(buf)+m]
+		}
+	}
 }

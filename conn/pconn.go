@@ -93,6 +93,9 @@ type pconn struct {
 
 	// Owned by the reader (event loop or reader goroutine).
 	dec      resp.Decoder
+	limits   resp.Limits   // dec's limits with the defaults applied
+	partial  []byte        // the start of a reply that has not fully arrived (see onInbound)
+	need     int           // the least length of that reply (resp.Decoder.Needed)
 	vals     []resp.Value  // scratch: replies decoded in this turn
 	popped   []pending     // scratch: their entries
 	reroutes []*resend     // scratch: refused commands of this turn, for rt
@@ -107,6 +110,7 @@ const maxKeptBuffer = 256 << 10
 func newPconn(addr string, cfg *Config, owner connOwner, ps *pubsub, tm *timer.Timer, rt *router) *pconn {
 	pc := &pconn{addr: addr, cfg: cfg, owner: owner, ps: ps, tm: tm, rt: rt}
 	pc.dec.Limits = cfg.Limits
+	pc.limits = cfg.Limits.Resolved()
 	pc.st.Store(int32(stateConnecting))
 	return pc
 }

@@ -10,9 +10,10 @@ import (
 // configuration, whether ROLE must say master (a Sentinel Client's data nodes), and the topology layer that takes
 // back refused commands (nil for a standalone Client and for connections to Sentinels).
 type endpoint struct {
-	cfg    *Config
-	master bool
-	rt     *router
+	cfg      *Config
+	master   bool
+	rt       *router
+	sentinel bool // connections to Sentinels (Event.Role)
 }
 
 // node is everything the Client keeps per server: a pool of command connections and, once something subscribes,
@@ -57,6 +58,36 @@ func (n *node) dialAll(wg *sync.WaitGroup) {
 	}
 }
 
+// start makes the node's first connections: in the background when lazy, else dialled in parallel and waited for
+// (New), returning the error of the node when none connected.
+func (n *node) start(lazy bool) error {
+	if lazy {
+		n.connectAll()
+		return nil
+	}
+	var dials sync.WaitGroup
+	n.dialAll(&dials)
+	dials.Wait()
+	if n.pool.pick() == nil {
+		return n.pool.unavailable()
+	}
+	return nil
+}
+
+// noAddress records why the node has no address yet (a lazy Sentinel Client whose first query failed): the error
+// of its commands until retarget gives it one.
+func (n *node) noAddress(cause error) {
+	var ce *ConnError
+	if errors.As(cause, &ce) {
+		cause = ce.Err
+	}
+	for _, s := range n.pool.all {
+		s.mu.Lock()
+		s.lastErr = cause
+		s.mu.Unlock()
+	}
+}
+
 // connectAll starts the first connection of every slot in the background (a node created by a topology change).
 func (n *node) connectAll() {
 	for _, s := range n.pool.all {
@@ -73,6 +104,9 @@ func (n *node) connectAll() {
 func (n *node) pubsub(cl *Client, sharded bool) *pubsub {
 	n.psMu.Lock()
 	defer n.psMu.Unlock()
+	if n.addr == "" {
+		return nil // a lazy Sentinel Client that has not found the master yet
+	}
 	if n.ps == nil && !n.closed {
 		n.ps = newPubsub(cl, cl.reg, n.addr, n.ep, sharded)
 	}

@@ -97,6 +97,7 @@ type pubsub struct {
 	reg     *registry
 	slot    *slot
 	sharded bool
+	resubOn *pconn // the connection EventResubscribed was last told for; guarded by reg.mu
 }
 
 // newPubsub creates the connection state and starts its connection to addr.
@@ -291,8 +292,11 @@ func (ps *pubsub) confirm(pc *pconn, e *pending, v *resp.Value) {
 		return
 	}
 	var notify []*Subscription
+	event := false
 	if e.kind == kindResubscribe {
 		notify = ch.subs // a snapshot: subs is replaced, never modified in place
+		event = ps.resubOn != pc
+		ps.resubOn = pc
 	}
 	waiters := ch.waiting
 	ch.waiting = nil
@@ -308,6 +312,9 @@ func (ps *pubsub) confirm(pc *pconn, e *pending, v *resp.Value) {
 
 	for _, w := range waiters {
 		ps.completeSafe(w.p, w.sub, nil)
+	}
+	if event {
+		ps.cl.emit(Event{Kind: EventResubscribed, Addr: pc.addr, Role: ps.slot.role()})
 	}
 	for _, s := range notify {
 		ps.deliver(s, Message{Kind: KindResubscribed, Channel: ch.name})

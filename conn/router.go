@@ -224,6 +224,11 @@ func (rt *router) retryLater(r *resend) {
 		return
 	}
 	if r.kind == unreachable {
+		if refused(r.last) {
+			// The server refused the connection's credentials or configuration: no retry will change that.
+			r.giveUp()
+			return
+		}
 		rt.topologyChanged()
 	}
 	d, waited := retryDelay(int(r.e.waits))

@@ -59,17 +59,18 @@ func (c *Client) startSentinel() error {
 	c.reg = newRegistry(func(string) *pubsub { return c.node.pubsub(c, false) }, nil)
 
 	addr, err := s.discover()
-	if err != nil {
+	if err != nil && !c.cfg.LazyConnect {
 		return err
 	}
+	// Lazily, without an answer from the Sentinels, the node waits without an address (and its commands fail
+	// with err) until a refresh finds the master and retargets it.
 	c.node = newNode(c, addr, &endpoint{cfg: &c.cfg, master: true, rt: c.rt})
-	var dials sync.WaitGroup
-	c.node.dialAll(&dials)
-	dials.Wait()
-	if c.node.pool.pick() == nil {
-		return c.node.pool.unavailable()
+	if err != nil {
+		c.node.noAddress(err)
+	} else if err := c.node.start(c.cfg.LazyConnect); err != nil {
+		return err
 	}
-	sep := &endpoint{cfg: s.scfg}
+	sep := &endpoint{cfg: s.scfg, sentinel: true}
 	for _, a := range s.addrs {
 		w := &watcher{s: s, have: map[string]bool{}}
 		w.reg = newRegistry(func(string) *pubsub { return w.ps }, nil)
@@ -78,6 +79,9 @@ func (c *Client) startSentinel() error {
 		w.subscribe()
 	}
 	s.ref.start()
+	if addr == "" {
+		s.ref.trigger()
+	}
 	return nil
 }
 
@@ -190,6 +194,9 @@ func (s *sentinel) switchTo(addr, why string) {
 	old := s.c.node.currentAddr()
 	if s.c.node.retarget(addr) {
 		s.c.cfg.Logger.Info("conn: master switched", "master", s.name, "from", old, "to", addr, "by", why)
+		if old != "" { // not a lazy Client's first master
+			s.c.emit(Event{Kind: EventFailover, Addr: addr, Prev: old})
+		}
 		s.c.rt.kick() // retries waiting for the new master go now (queued on its connections until they open)
 	}
 }

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,8 @@ type slot struct {
 	switched bool       // retarget closed the current connection: replace it at once
 	closed   bool
 	failures int       // consecutive failed attempts or short-lived connections
+	wasUp    bool      // a connection of this slot has been open: the next one is a reconnection (events)
+	refusing bool      // the server refuses the connection (refused); logged at Error level once per episode
 	openedAt time.Time // when the current connection opened
 	retry    *timer.Timeout
 	lastErr  error // why the last connection closed or attempt failed
@@ -83,12 +86,19 @@ func (s *slot) dial(pc *pconn) {
 	}
 	s.mu.Lock()
 	s.openedAt = time.Now()
+	again := s.wasUp
+	s.wasUp, s.refusing = true, false
 	s.mu.Unlock()
 	if !pc.open(tr) {
 		tr.close() // the Client closed during the attempt
 		return
 	}
 	s.cl.cfg.Logger.Debug("conn: connected", "addr", pc.addr, "pubsub", s.ps != nil)
+	kind := EventConnected
+	if again {
+		kind = EventReconnected
+	}
+	s.cl.emit(Event{Kind: kind, Addr: pc.addr, Role: s.role()})
 }
 
 // connClosed is called once per connection when it closes (connOwner). A connection that lived at least
@@ -97,6 +107,16 @@ func (s *slot) dial(pc *pconn) {
 func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 	if s.ps != nil {
 		s.ps.dropped()
+	}
+	if wasOpen {
+		// Told before the replacement starts (so EventLost precedes its EventReconnected), without s.mu held (the
+		// hook may issue commands, which may read the slot's last error).
+		s.mu.Lock()
+		current := !s.closed && s.cur.Load() == pc
+		s.mu.Unlock()
+		if current {
+			s.cl.emit(Event{Kind: EventLost, Addr: pc.addr, Role: s.role(), Err: err})
+		}
 	}
 	s.mu.Lock()
 	if s.closed || s.cur.Load() != pc {
@@ -112,6 +132,11 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 	}
 	delay := backoff(&s.cl.cfg, s.failures)
 	s.failures++
+	if refused(err) {
+		// The server refused the credentials or the configuration: only someone fixing them can change that, so
+		// ask again at the slowest pace rather than on the short backoff of a transient failure.
+		delay = s.cl.cfg.ReconnectMaxBackoff
+	}
 	if s.switched {
 		// retarget closed it to move to a new address: dial that at once.
 		s.switched, s.failures, delay = false, 0, 0
@@ -119,8 +144,17 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 		// A Sentinel or cluster node lost a connection: the topology may have changed.
 		s.ep.rt.topologyChanged()
 	}
-	s.cl.cfg.Logger.Info("conn: connection closed; reconnecting", "addr", s.addr, "pubsub", s.ps != nil,
-		"error", err, "delay", delay)
+	if refused(err) {
+		level := slog.LevelDebug // loud once per episode, not at every attempt
+		if !s.refusing {
+			s.refusing, level = true, slog.LevelError
+		}
+		s.cl.cfg.Logger.Log(s.cl.ctx, level, "conn: the server refused the connection; fix the configuration or "+
+			"the server's ACL", "addr", s.addr, "pubsub", s.ps != nil, "error", err, "retry_in", delay)
+	} else {
+		s.cl.cfg.Logger.Info("conn: connection closed; reconnecting", "addr", s.addr, "pubsub", s.ps != nil,
+			"error", err, "delay", delay)
+	}
 	if delay == 0 {
 		next := s.connectLocked()
 		s.mu.Unlock()
@@ -193,9 +227,12 @@ func (s *slot) retarget(addr string) {
 	}
 	s.addr = addr
 	s.failures = 0
-	if s.retry != nil {
-		s.retry.Cancel()
-		s.retry = nil
+	if s.retry != nil || s.cur.Load() == nil {
+		// Backing off, or never connected (a lazy Sentinel Client's first master): connect at once.
+		if s.retry != nil {
+			s.retry.Cancel()
+			s.retry = nil
+		}
 		next := s.connectLocked()
 		s.mu.Unlock()
 		if s.ps != nil {

@@ -29,9 +29,8 @@ type streamTransport struct {
 	// lane is set on the latency lane: who reads is decided there (a driving Get or the background reader).
 	lane *laneReader
 
-	// Owned by whoever reads (see readTurn): the read buffer and how many bytes of it hold a partial reply.
+	// Owned by whoever reads (see readTurn): the read buffer. A reply longer than one read is kept by pconn.
 	rbuf []byte
-	rw   int
 }
 
 var _ transport = (*streamTransport)(nil)
@@ -109,36 +108,27 @@ func (t *streamTransport) readLoop(wg *sync.WaitGroup) {
 // readTurn reads once (blocking until bytes arrive), completes every whole reply, and ends the turn (endTurn). A
 // non-nil error other than errInterrupted means the connection is gone: it has been closed and reported
 // (pc.closed), and the caller must stop reading. Only the goroutine allowed to read calls it (the reader goroutine;
-// on the latency lane, whoever holds the read role), so rbuf and rw need no lock. driving is set for a Get driving
+// on the latency lane, whoever holds the read role), so rbuf needs no lock. driving is set for a Get driving
 // the lane: its read can be interrupted (errInterrupted: nothing was read, the connection is fine), and it does
 // not yield to the callers it woke (see OnTraffic), since it reads for itself.
 func (t *streamTransport) readTurn(driving bool) error {
 	var n int
 	var err error
 	if driving {
-		n, err = t.lane.read(t.rbuf[t.rw:])
+		n, err = t.lane.read(t.rbuf)
 		if err == errInterrupted {
 			return err
 		}
 	} else {
-		n, err = t.nc.Read(t.rbuf[t.rw:])
+		n, err = t.nc.Read(t.rbuf)
 	}
 	if n > 0 {
-		t.rw += n
-		consumed, perr := t.pc.onInbound(t.rbuf[:t.rw])
-		if perr != nil {
+		if perr := t.pc.onInbound(t.rbuf[:n]); perr != nil {
 			t.close() // reset has failed the pending commands already
 			return perr
 		}
 		if !driving && t.pc.completedMany() {
 			runtime.Gosched() // as in the event loop's OnTraffic: let the woken callers append first
-		}
-		t.rw = copy(t.rbuf, t.rbuf[consumed:t.rw])
-		if t.rw == len(t.rbuf) {
-			// A reply larger than the buffer is still arriving.
-			bigger := make([]byte, 2*len(t.rbuf))
-			copy(bigger, t.rbuf[:t.rw])
-			t.rbuf = bigger
 		}
 		t.pc.endTurn()
 		if t.lane != nil {
@@ -147,8 +137,8 @@ func (t *streamTransport) readTurn(driving bool) error {
 	}
 	if err != nil {
 		t.close()
-		if t.rw > 0 && errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w (%d bytes of a partial reply)", io.ErrUnexpectedEOF, t.rw)
+		if p := t.pc.partialLen(); p > 0 && errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w (%d bytes of a partial reply)", io.ErrUnexpectedEOF, p)
 		}
 		t.pc.closed("read", err)
 		return err

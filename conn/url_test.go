@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/resp"
 )
 
 func TestParseURLFields(t *testing.T) {
@@ -56,7 +57,8 @@ func TestParseURLRejectsUnknownOptionsByName(t *testing.T) {
 			t.Fatalf("err = %q; want it to name %q", err, name)
 		}
 	}
-	if unknown, _, _ := strings.Cut(err.Error(), "(known"); strings.Contains(unknown, "pool_size") {
+	_, after, _ := strings.Cut(err.Error(), "unknown option(s)")
+	if unknown, _, _ := strings.Cut(after, "(known"); strings.Contains(unknown, "pool_size") {
 		t.Fatalf("err = %q names a known option as unknown", err)
 	}
 }
@@ -218,5 +220,22 @@ func TestParseURLRejectsWholeSecondsThatOverflow(t *testing.T) {
 	}
 	if cfg, err := conn.ParseURL("redis://h:1?read_timeout=9223372036"); err != nil || cfg.ResponseTimeout != 9223372036*time.Second {
 		t.Errorf("the largest whole number of seconds: %v, %v", cfg.ResponseTimeout, err)
+	}
+}
+
+func TestParseURLLimits(t *testing.T) {
+	cfg, err := conn.ParseURL("redis://h:1?max_bulk_len=16MiB&max_line_len=65536&max_reply_len=1GiB&max_array_len=1000000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := resp.Limits{MaxBulkLen: 16 << 20, MaxLineLen: 65536, MaxReplyLen: 1 << 30, MaxArrayLen: 1000000}
+	if cfg.Limits != want {
+		t.Fatalf("Limits = %+v; want %+v", cfg.Limits, want)
+	}
+	for _, bad := range []string{"max_bulk_len=0", "max_bulk_len=-1", "max_bulk_len=8MB", "max_line_len=x",
+		"max_reply_len=9999999999GiB", "max_array_len=1KiB"} {
+		if _, err := conn.ParseURL("redis://h:1?" + bad); !errors.Is(err, conn.ErrInvalidConfig) {
+			t.Errorf("ParseURL(?%s) err = %v; want ErrInvalidConfig", bad, err)
+		}
 	}
 }

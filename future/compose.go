@@ -30,10 +30,11 @@ func Then[T, U any](f *Future[T], fn func(v T, err error) (U, error)) *Future[U]
 	f.onComplete(func(v T, err error) {
 		returned := false
 		defer failIfAborted(p, &returned)
-		u, err := fn(v, err)
+		var u U
+		runMarked(func() { u, err = fn(v, err) })
 		returned = true
 		p.Complete(u, err)
-	}, false)
+	}, false, false)
 	return p.Future()
 }
 
@@ -57,7 +58,8 @@ func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future
 	f.onComplete(func(v T, err error) {
 		returned := false
 		defer failIfAborted(p, &returned)
-		g := fn(v, err)
+		var g *Future[U]
+		runMarked(func() { g = fn(v, err) })
 		returned = true
 		if g == nil {
 			p.Fail(ErrNilFuture)
@@ -65,8 +67,8 @@ func Compose[T, U any](f *Future[T], fn func(v T, err error) *Future[U]) *Future
 		}
 		// An attended registration would be wrong here: a Get on the result may
 		// have stopped driving by now, so g's driver must not count on it.
-		g.OnComplete(func(u U, err error) { p.Complete(u, err) })
-	}, false)
+		g.onComplete(func(u U, err error) { p.Complete(u, err) }, true, false)
+	}, false, false)
 	return p.Future()
 }
 
@@ -115,10 +117,10 @@ func All[T any](fs ...*Future[T]) *Future[[]T] {
 			a.arrive()
 			continue
 		}
-		f.OnComplete(func(v T, _ error) {
+		f.onComplete(func(v T, _ error) {
 			a.vals[i] = v
 			a.arrive()
-		})
+		}, true, false)
 	}
 	a.arrive() // release the loop's count: completes here if all were done
 	return a.p.Future()

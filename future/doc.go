@@ -35,7 +35,11 @@
 // The package never starts a goroutine. Callbacks run on the goroutine that
 // completes the future (in package conn: a network event loop) or, when
 // registered after completion, on the registering goroutine. Hence the one rule
-// for callbacks: they must not block. Callbacks run exactly once each, in
+// for callbacks: they must not block. It is enforced where it can be: inside a
+// callback (a function given to OnComplete, Then or Compose, or RunAsCallback),
+// Get on a pending future returns ErrInCallback at once instead of waiting, and
+// package rlock's blocking calls do the same (see InCallback for how a callback
+// is recognised, and its cost). Callbacks run exactly once each, in
 // registration order, also when registered concurrently with completion (see
 // Future.OnComplete). A panicking callback does not prevent the others from
 // running; the completer re-panics afterwards with a *PanicError (see

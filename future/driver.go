@@ -107,22 +107,26 @@ type Relay struct {
 // step r forwards to: a Get on the promise whose driver is r then drives f.
 // Unlike OnComplete it does not tell f's driver that f is unattended while a Get
 // may still drive it (see Relay); use it only for a promise whose result somebody
-// waits for with Get (with a nil r it is OnComplete). It does not block.
+// waits for with Get (with a nil r it registers like OnComplete). fn is a
+// completer's plumbing, not user code: it does not run as a callback (see
+// InCallback), so it must never block. Follow does not block.
 func Follow[T any](r *Relay, f *Future[T], fn func(v T, err error)) {
 	if r == nil {
-		f.OnComplete(fn)
+		f.onComplete(fn, true, false)
 		return
 	}
 	r.mu.Lock()
 	r.d, r.step = f.drv, f
 	unattended := r.unattended && r.driving == 0
 	r.mu.Unlock()
-	f.onComplete(fn, unattended)
+	f.onComplete(fn, unattended, false)
 }
 
 // Drive is Driver: it drives the step in flight, for target. When it returns
-// with target still pending and no other Get driving, the Get parks: the step
-// in flight, if still pending, is marked unattended, and so are later ones.
+// with no other Get driving and either target still pending (the Get parks) or
+// the step still pending (target was completed without it, say failed by a
+// cancellation), the step in flight, if still pending, is marked unattended, and
+// so are later ones: its result must still be read, and no Get will read it.
 func (r *Relay) Drive(ctx context.Context, target Completion) {
 	r.mu.Lock()
 	d, step := r.d, r.step
@@ -134,10 +138,12 @@ func (r *Relay) Drive(ctx context.Context, target Completion) {
 	r.mu.Lock()
 	r.driving--
 	var notify Driver
-	if r.driving == 0 && !target.IsDone() {
+	stepPending := r.step != nil && !r.step.IsDone()
+	if r.driving == 0 && (!target.IsDone() || stepPending) {
+		// The Get parks (target pending), or returns with a step still in flight (target was failed under it: a
+		// cancelled call whose command is on its way): either way nobody drives that step or a later one.
 		r.unattended = true
-		if r.step != nil && !r.step.IsDone() {
-			// Followed while this Get drove, or just now: nobody will drive it.
+		if stepPending {
 			notify = r.d
 		}
 	}

@@ -345,3 +345,33 @@ func TestRelayMarksStepsUnattendedOnceTheGetParks(t *testing.T) {
 		t.Fatalf("Get = %d; want 2", v)
 	}
 }
+
+// A Get that returns because its promise was failed under it (a cancelled call) while a step is still in flight
+// leaves that step to its driver: nobody will drive it, and its result must still be read (package rlock gives
+// back what a cancelled acquire's attempt was granted).
+func TestRelayMarksTheStepUnattendedWhenThePromiseIsFailedUnderTheGet(t *testing.T) {
+	var relay future.Relay
+	p := future.NewPromise[int]()
+	p.SetDriver(&relay)
+	step := future.NewPromise[int]()
+	d := &testDriver{}
+	d.drive = func(context.Context, future.Completion) {
+		p.Fail(context.Canceled) // the call's context ended while its attempt was in flight
+	}
+	step.SetDriver(d)
+	future.Follow(&relay, step.Future(), func(int, error) {})
+
+	if _, err := p.Future().Get(context.Background()); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Get = %v; want the failure", err)
+	}
+	if n := d.unattended.Load(); n != 1 {
+		t.Fatalf("the step still in flight when the Get returned: unattended = %d; want 1", n)
+	}
+	later := future.NewPromise[int]()
+	dl := &testDriver{}
+	later.SetDriver(dl)
+	future.Follow(&relay, later.Future(), func(int, error) {})
+	if n := dl.unattended.Load(); n != 1 {
+		t.Fatalf("a step followed afterwards: unattended = %d; want 1", n)
+	}
+}

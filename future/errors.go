@@ -18,6 +18,14 @@ var (
 	// function given to Then or Compose ended its goroutine with runtime.Goexit
 	// (t.FailNow does) instead of returning. Return a result or an error instead.
 	ErrAborted = errors.New("future: the function given to Then or Compose called runtime.Goexit instead of returning")
+	// ErrInCallback is returned by Get when it is called inside a callback (see
+	// InCallback) on a future that is still pending, and by the blocking calls of
+	// packages built on this one in the same situation: a callback runs on the
+	// goroutine that completes futures (a network event loop, a timer worker), so
+	// waiting there stalls every result that goroutine delivers, and may wait for
+	// itself forever. Use the asynchronous form and OnComplete, or hand the
+	// blocking call to another goroutine.
+	ErrInCallback = errors.New("future: blocking call inside a callback; use the async form with OnComplete, or call it from another goroutine")
 )
 
 // PanicError reports a panic inside a callback or inside the function given to

@@ -11,3 +11,7 @@ func ParkedGets[T any](f *Future[T]) int {
 	}
 	return n
 }
+
+// MarkedGoroutines reports how many goroutines run a callback now (see InCallback): 0 once every callback has
+// returned, also by a panic.
+func MarkedGoroutines() int { return int(marked.Load()) }

@@ -46,6 +46,12 @@ type Future[T any] struct {
 	// guarded by mu. (Next to st, in what would be padding: the promise is the
 	// one allocation per Redis command, and its size class matters.)
 	unattended bool
+	// userCB records that a callback of user code (OnComplete) was registered:
+	// the callbacks then run as callbacks (runMarked), so that a blocking call
+	// inside them fails at once. Registrations by the package's own plumbing
+	// (Follow, and Then's and Compose's on their source, which mark the user's
+	// function themselves) do not set it. Guarded by mu; sticky.
+	userCB bool
 	// drv, when set (Promise.SetDriver, or inherited by Then and Compose before
 	// the future is shared), lets a blocking Get do the work that completes the
 	// future; immutable once the future is shared. See Driver.
@@ -114,10 +120,22 @@ func (f *Future[T]) complete() bool { return f.state() >= stateNotifying }
 // observe its result. If completion and the end of ctx race, Get returns the
 // result whenever it is available by the time Get notices ctx.
 //
+// So ctx bounds this wait only, never the operation the future stands for: an
+// operation given up on by Get goes on, and what it obtains (in package rlock, a
+// lock granted to an abandoned acquire) belongs to whoever holds the future. To
+// abandon the operation itself, cancel the context it was started with (package
+// rlock's Async calls then release a grant in flight), and still handle a result
+// that completed first, for example with OnComplete.
+//
 // Get returns as soon as the result is visible, which may be before the
 // future's callbacks have run (they run on the completer's goroutine after the
 // waiters are woken). A ctx whose Done channel is nil (context.Background) makes
-// Get wait without a select. Get is safe for concurrent use.
+// Get wait without a select; a nil ctx is taken as context.Background(). Get is
+// safe for concurrent use.
+//
+// Inside a callback (see InCallback), Get on a future that is still pending
+// returns ErrInCallback at once instead of blocking: the callback runs on the
+// goroutine that completes futures, which may be the one that would complete f.
 //
 // Cost: Get on a complete future is one atomic load. A Get that has to block
 // parks on a wake-up token borrowed from a process-wide sync.Pool (see waiter),
@@ -127,6 +145,13 @@ func (f *Future[T]) complete() bool { return f.state() >= stateNotifying }
 func (f *Future[T]) Get(ctx context.Context) (T, error) {
 	if f.complete() {
 		return f.v, f.err
+	}
+	if f.state() == statePending && InCallback() {
+		var zero T
+		return zero, ErrInCallback
+	}
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	done := ctx.Done()
 	dctx := ctx
@@ -254,31 +279,37 @@ func (f *Future[T]) Peek() (v T, err error, done bool) {
 // a network event loop, and every connection it serves waits while a callback
 // runs. Hand slow work to another goroutine. A callback may call OnComplete on
 // the same future (the new callback runs after the current ones) and may complete
-// other promises.
+// other promises. A blocking call inside a callback fails at once with
+// ErrInCallback instead of blocking — Get on a pending future, and package
+// rlock's blocking calls such as Lock and Unlock — wherever the callback runs,
+// also when it runs at once on the registering goroutine (see InCallback); use
+// the asynchronous forms, or start a goroutine for the blocking work.
 //
 // A callback that panics does not stop the others: see Promise.Complete for what
 // happens to the panic. A nil fn is ignored.
 func (f *Future[T]) OnComplete(fn func(v T, err error)) {
-	f.onComplete(fn, true)
+	f.onComplete(fn, true, true)
 }
 
 // onComplete implements OnComplete. unattended is false for the registrations
 // of Then and Compose on their source: the derived future inherits the source's
-// driver, so a Get on it still drives the source.
-func (f *Future[T]) onComplete(fn func(v T, err error), unattended bool) {
+// driver, so a Get on it still drives the source. user is false for the
+// package's own plumbing (see userCB).
+func (f *Future[T]) onComplete(fn func(v T, err error), unattended, user bool) {
 	if fn == nil {
 		return
 	}
 	if f.state() == stateDone {
-		fn(f.v, f.err)
+		f.callNow(fn, user)
 		return
 	}
 	f.mu.Lock()
 	if f.state() == stateDone {
 		f.mu.Unlock()
-		fn(f.v, f.err)
+		f.callNow(fn, user)
 		return
 	}
+	f.userCB = f.userCB || user
 	var d Driver
 	if unattended {
 		d = f.unattendedLocked()
@@ -301,6 +332,16 @@ func (f *Future[T]) onComplete(fn func(v T, err error), unattended bool) {
 	if d != nil {
 		d.Unattended()
 	}
+}
+
+// callNow runs a callback registered once f is complete, on the registering
+// goroutine: as a callback (runMarked) when it is user code.
+func (f *Future[T]) callNow(fn func(v T, err error), user bool) {
+	if user {
+		runMarked(func() { fn(f.v, f.err) })
+		return
+	}
+	fn(f.v, f.err)
 }
 
 // pushWaiterLocked links w at the head of the waiter list. Order among Get

@@ -48,7 +48,7 @@ func (p *Promise[T]) Complete(v T, err error) bool {
 	f.v, f.err = v, err
 
 	f.mu.Lock()
-	waiters, done, cb0, cbs := f.waiters, f.done, f.cb0, fnsOf(f.more)
+	waiters, done, cb0, cbs, user := f.waiters, f.done, f.cb0, fnsOf(f.more), f.userCB
 	f.waiters, f.done, f.cb0, f.more = nil, nil, nil, nil
 	if cb0 != nil {
 		f.st.Store(uint32(stateNotifying))
@@ -69,7 +69,7 @@ func (p *Promise[T]) Complete(v T, err error) bool {
 		close(done)
 	}
 	if cb0 != nil {
-		f.notify(cb0, cbs, true)
+		f.notify(cb0, cbs, user, true)
 	}
 	return true
 }
@@ -99,7 +99,9 @@ func Completed[T any](v T, err error) *Future[T] {
 // callbacks here instead of running them, which is what keeps registration order
 // across goroutines. Each entry is cleared before it runs, so that after a
 // runtime.Goexit the deferred call resumes with exactly the callbacks not yet run.
-func (f *Future[T]) notify(cb0 func(T, error), cbs []func(T, error), reraise bool) {
+// A batch that holds user callbacks (user: userCB when it was taken) runs as a
+// callback (runMarked), so that a blocking call inside it fails at once.
+func (f *Future[T]) notify(cb0 func(T, error), cbs []func(T, error), user, reraise bool) {
 	var first *PanicError
 	normal := false
 	defer func() {
@@ -107,22 +109,17 @@ func (f *Future[T]) notify(cb0 func(T, error), cbs []func(T, error), reraise boo
 			// Only runtime.Goexit in a callback gets here (call recovers panics):
 			// the goroutine is going away, but the remaining callbacks must
 			// still run once each and the future must reach stateDone.
-			f.notify(cb0, cbs, false)
+			f.notify(cb0, cbs, user, false)
 		}
 	}()
 	for {
-		if fn := cb0; fn != nil {
-			cb0 = nil
-			first = keepFirst(first, f.call(fn))
-		}
-		for i, fn := range cbs {
-			if fn != nil {
-				cbs[i] = nil
-				first = keepFirst(first, f.call(fn))
-			}
+		if user {
+			runMarked(func() { first = f.runBatch(&cb0, cbs, first) })
+		} else {
+			first = f.runBatch(&cb0, cbs, first)
 		}
 		f.mu.Lock()
-		cb0, cbs = f.cb0, fnsOf(f.more)
+		cb0, cbs, user = f.cb0, fnsOf(f.more), f.userCB
 		f.cb0, f.more = nil, nil
 		if cb0 == nil {
 			f.st.Store(uint32(stateDone))
@@ -135,6 +132,22 @@ func (f *Future[T]) notify(cb0 func(T, error), cbs []func(T, error), reraise boo
 	if first != nil && reraise {
 		panic(first)
 	}
+}
+
+// runBatch runs the callbacks *cb0 and cbs, clearing each before it runs (see
+// notify), and returns the first panic among first and theirs.
+func (f *Future[T]) runBatch(cb0 *func(T, error), cbs []func(T, error), first *PanicError) *PanicError {
+	if fn := *cb0; fn != nil {
+		*cb0 = nil
+		first = keepFirst(first, f.call(fn))
+	}
+	for i, fn := range cbs {
+		if fn != nil {
+			cbs[i] = nil
+			first = keepFirst(first, f.call(fn))
+		}
+	}
+	return first
 }
 
 // call runs one callback and returns its panic, if any, as a *PanicError.

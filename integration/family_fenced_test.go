@@ -15,14 +15,14 @@ func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
 	l := c.FencedLock("fenced")
 	ctx := ctxT(t, 10*time.Second)
 
-	held, tok, err := l.Lock(ctx)
-	if err != nil || tok != 1 {
-		t.Fatalf("Lock: token %d, err %v; want 1", tok, err)
+	held, first, err := l.Lock(ctx)
+	if err != nil || first < 1 {
+		t.Fatalf("Lock: token %d, err %v; want a positive token", first, err)
 	}
 	// Re-entry with the held context counts as an acquire too.
 	held2, tok, err := l.TryLock(held, 0, 0)
-	if err != nil || tok != 2 || held2 != held {
-		t.Fatalf("re-entry: token %d, err %v, same context %v; want 2", tok, err, held2 == held)
+	if err != nil || tok != first+1 || held2 != held {
+		t.Fatalf("re-entry: token %d, err %v, same context %v; want %d", tok, err, held2 == held, first+1)
 	}
 	if n, _ := l.HoldCount(held); n != 2 {
 		t.Fatalf("hold count %d, want 2", n)
@@ -39,8 +39,8 @@ func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
 		t.Fatalf("held cause %v, want ErrReleased", cause)
 	}
 	held, tok, err = l.LockLease(ctx, 5*time.Second)
-	if err != nil || tok != 3 {
-		t.Fatalf("LockLease: token %d, err %v; want 3", tok, err)
+	if err != nil || tok != first+2 {
+		t.Fatalf("LockLease: token %d, err %v; want %d", tok, err, first+2)
 	}
 	if ttl, _ := srv.DoInt(ctx, "PTTL", "fenced"); ttl < 4000 || ttl > 5000 {
 		t.Fatalf("lease not applied: PTTL %d", ttl)
@@ -49,18 +49,18 @@ func TestFencedLockTokensIncreaseAcrossEveryAcquireKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	held, tok, err = l.TryLock(ctx, time.Second, 2*time.Second)
-	if err != nil || tok != 4 {
-		t.Fatalf("TryLock: token %d, err %v; want 4", tok, err)
+	if err != nil || tok != first+3 {
+		t.Fatalf("TryLock: token %d, err %v; want %d", tok, err, first+3)
 	}
 	if err := l.Unlock(held); err != nil {
 		t.Fatal(err)
 	}
 	f, err := l.LockAsync(ctx).Get(ctx)
-	if err != nil || f.Token != 5 {
-		t.Fatalf("LockAsync: token %d, err %v; want 5", f.Token, err)
+	if err != nil || f.Token != first+4 {
+		t.Fatalf("LockAsync: token %d, err %v; want %d", f.Token, err, first+4)
 	}
-	if cur, _ := l.Token(ctx); cur != 5 {
-		t.Fatalf("Token %d, want 5", cur)
+	if cur, _ := l.Token(ctx); cur != first+4 {
+		t.Fatalf("Token %d, want %d", cur, first+4)
 	}
 	if _, err := l.UnlockAsync(f.Held).Get(ctx); err != nil {
 		t.Fatal(err)
@@ -154,7 +154,9 @@ func TestFencedLockWaiterIsWokenByTheRelease(t *testing.T) {
 	if err := b.FencedLock("w").Unlock(f.Held); err != nil {
 		t.Fatal(err)
 	}
-	if ch, _ := srv.DoStrings(ctx, "PUBSUB", "CHANNELS"); len(ch) != 0 {
-		t.Fatalf("channels left subscribed: %v", ch)
-	}
+	// The client keeps a lock's subscriptions a moment after its last waiter left (a waiter often comes back).
+	eventually(t, 5*time.Second, "no channel left subscribed", func() bool {
+		ch, _ := srv.DoStrings(ctx, "PUBSUB", "CHANNELS")
+		return len(ch) == 0
+	})
 }

@@ -121,8 +121,12 @@ func TestIsLockedAndIsHeldBy(t *testing.T) {
 	if got, err := ol.IsHeldBy(rlock.WithOwner(ctx, "1")); err != nil || got {
 		t.Fatalf("IsHeldBy(other client's owner 1) = %v, %v", got, err)
 	}
-	if got, err := ol.IsHeldBy(held); err != nil || !got {
-		t.Fatalf("IsHeldBy(held) through another client = %v, %v (the owner is in the context)", got, err)
+	// A held context acts only through its own Client; the owner it carries, pinned, can be asked anywhere.
+	if got, err := ol.IsHeldBy(held); !errors.Is(err, rlock.ErrOtherClient) {
+		t.Fatalf("IsHeldBy(held) through another client = %v, %v; want ErrOtherClient", got, err)
+	}
+	if got, err := ol.IsHeldBy(rlock.WithOwner(ctx, mustOwner(t, held))); err != nil || !got {
+		t.Fatalf("IsHeldBy(held's owner, pinned) through another client = %v, %v", got, err)
 	}
 	mustUnlock(t, l, held)
 	if got, err := l.IsHeldBy(held); err != nil || got {

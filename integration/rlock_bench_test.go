@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/proccpu"
 	"github.com/locksmith-go/locksmith/internal/redistest"
@@ -109,9 +110,35 @@ func evalshaCalls(b *testing.B, srv *redistest.Server) int64 {
 	return 0
 }
 
-func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(1, 60_000_000, 3) } // µs, up to 60 s
+// latencyHist keeps a benchmark's latencies in microseconds, exactly (a few million values at most: sorting them
+// once for the percentiles is cheap, and the library's module needs no histogram package).
+type latencyHist struct {
+	us     []int64
+	sorted bool
+}
 
-func reportLatency(b *testing.B, h *hdrhistogram.Histogram, prefix string) {
+func newHist() *latencyHist { return &latencyHist{} }
+
+func (h *latencyHist) RecordValue(us int64) { h.us = append(h.us, us); h.sorted = false }
+
+func (h *latencyHist) Merge(o *latencyHist) { h.us = append(h.us, o.us...); h.sorted = false }
+
+// ValueAtQuantile returns the smallest recorded value at or above q percent of the values (0 when empty).
+func (h *latencyHist) ValueAtQuantile(q float64) int64 {
+	if len(h.us) == 0 {
+		return 0
+	}
+	if !h.sorted {
+		slices.Sort(h.us)
+		h.sorted = true
+	}
+	i := int(math.Ceil(q/100*float64(len(h.us)))) - 1
+	return h.us[min(max(i, 0), len(h.us)-1)]
+}
+
+func (h *latencyHist) Max() int64 { return h.ValueAtQuantile(100) }
+
+func reportLatency(b *testing.B, h *latencyHist, prefix string) {
 	b.ReportMetric(float64(h.ValueAtQuantile(50)), prefix+"-p50-µs")
 	b.ReportMetric(float64(h.ValueAtQuantile(99)), prefix+"-p99-µs")
 	b.ReportMetric(float64(h.ValueAtQuantile(99.9)), prefix+"-p99.9-µs")
@@ -130,7 +157,7 @@ func BenchmarkW1(b *testing.B) {
 			for i := range locks {
 				locks[i] = c.Lock("w1:" + strconv.Itoa(i))
 			}
-			wall, all := runWorkers(b, srv, g, func(i int, h *hdrhistogram.Histogram) bool {
+			wall, all := runWorkers(b, srv, g, func(i int, h *latencyHist) bool {
 				l := locks[i]
 				t0 := time.Now()
 				held, err := l.Lock(ctx)
@@ -154,9 +181,9 @@ func BenchmarkW1(b *testing.B) {
 // runWorkers runs b.N operations on g goroutines (op is called with the goroutine's index and latency histogram
 // until the operations run out or it reports false), waits for them, reports the CPU figures of the run and returns
 // its wall time and the merged histogram.
-func runWorkers(b *testing.B, srv *redistest.Server, g int, op func(i int, h *hdrhistogram.Histogram) bool) (time.Duration, *hdrhistogram.Histogram) {
+func runWorkers(b *testing.B, srv *redistest.Server, g int, op func(i int, h *latencyHist) bool) (time.Duration, *latencyHist) {
 	var next atomic.Int64
-	hists := make([]*hdrhistogram.Histogram, g)
+	hists := make([]*latencyHist, g)
 	for i := range hists {
 		hists[i] = newHist()
 	}
@@ -212,7 +239,7 @@ func BenchmarkW2(b *testing.B) {
 			for i := range locks {
 				locks[i] = c.Lock("w2:" + strconv.Itoa(i%keys))
 			}
-			wall, all := runWorkers(b, srv, g, func(i int, h *hdrhistogram.Histogram) bool {
+			wall, all := runWorkers(b, srv, g, func(i int, h *latencyHist) bool {
 				k, l := &ks[i%keys], locks[i]
 				t0 := time.Now()
 				held, err := l.Lock(ctx)

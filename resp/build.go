@@ -22,7 +22,7 @@ var emptyElems = []Value{}
 // and its depth to be within the limit, which bounds the recursion.
 func (b *builder) fill(v *Value, buf []byte, pos int, lim *Limits) int {
 	var t token
-	_ = lim.token(buf, pos, &t) // cannot fail: scan accepted the frame
+	_ = lim.token(buf, pos, 0, &t) // cannot fail: scan accepted the frame
 	if t.typ != Array || t.null || t.n == 0 {
 		b.scalar(v, buf, &t)
 		return t.next

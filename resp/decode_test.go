@@ -220,6 +220,7 @@ var malformedCases = []malformedCase{
 	{name: "integer overflow", in: ":9223372036854775808\r\n", offset: 1, reason: "overflows"},
 	{name: "integer underflow", in: ":-9223372036854775809\r\n", offset: 1, reason: "overflows"},
 	{name: "length overflow reported before CRLF", in: "$99999999999999999999", offset: 1, reason: "overflows"},
+	{name: "leading zeros", in: "$00000000000000000001\r\n", offset: 1, reason: "more than 19 digits"},
 	{name: "array length overflow", in: "*18446744073709551616\r\n", offset: 1, reason: "overflows"},
 	{name: "bulk longer than its length", in: "$3\r\nabcd\r\n", offset: 7, reason: "not followed by CR"},
 	{name: "bulk missing CRLF", in: "$3\r\nabc\n\r", offset: 7, reason: "not followed by CR"},
@@ -229,15 +230,23 @@ var malformedCases = []malformedCase{
 	{name: "LF inside simple string", in: "+O\nK\r\n", offset: 2, reason: "LF inside"},
 	{name: "LF inside error reported before CR", in: "-ERR\n", offset: 4, reason: "LF inside"},
 	{name: "error after valid elements", in: "*3\r\n$1\r\na\r\n:1\r\n$-3\r\n", offset: 16, reason: "negative"},
-	{name: "default bulk limit", in: "$536870913\r\n", offset: 1, reason: "over the limit of 536870912"},
-	{name: "default array limit", in: "*4294967296\r\n", offset: 1, reason: "over the limit of 4294967295"},
-	{name: "default depth limit", in: strings.Repeat("*1\r\n", DefaultMaxDepth+1), offset: 4 * DefaultMaxDepth, reason: "nested deeper than the limit of 32"},
-	{name: "bulk limit", lim: Limits{MaxBulkLen: 4}, in: "$5\r\nhello\r\n", offset: 1, reason: "bulk string length 5 over the limit of 4"},
-	{name: "line limit", lim: Limits{MaxBulkLen: 4}, in: "+hello\r\n", offset: 1, reason: "longer than the limit of 4"},
-	{name: "line limit before CR arrives", lim: Limits{MaxBulkLen: 4}, in: "-ERRORS", offset: 1, reason: "longer than the limit"},
-	{name: "array limit", lim: Limits{MaxArrayLen: 2}, in: "*3\r\n:1\r\n:2\r\n:3\r\n", offset: 1, reason: "array length 3 over the limit of 2"},
-	{name: "nested array limit", lim: Limits{MaxArrayLen: 2}, in: "*1\r\n*3\r\n", offset: 5, reason: "over the limit"},
-	{name: "depth limit", lim: Limits{MaxDepth: 2}, in: "*1\r\n*1\r\n*1\r\n:1\r\n", offset: 8, reason: "nested deeper than the limit of 2"},
+	{name: "default bulk limit", in: "$8388609\r\n", offset: 1, reason: "bulk string of 8388609 bytes is over Limits.MaxBulkLen (8388608)"},
+	{name: "default line limit", in: "+" + strings.Repeat("a", DefaultMaxLineLen+1), offset: 1, reason: "is over Limits.MaxLineLen (1048576)"},
+	{name: "default array limit", in: "*262145\r\n", offset: 1, reason: "reply of 262145 array elements or more is over Limits.MaxArrayLen (262144)"},
+	{name: "default array limit across arrays", in: "*2\r\n*262143\r\n", offset: 5, reason: "262145 array elements or more is over Limits.MaxArrayLen"},
+	{name: "default depth limit", in: strings.Repeat("*1\r\n", DefaultMaxDepth+1), offset: 4 * DefaultMaxDepth, reason: "arrays nested 33 deep is over Limits.MaxDepth (32)"},
+	{name: "bulk limit", lim: Limits{MaxBulkLen: 4}, in: "$5\r\nhello\r\n", offset: 1, reason: "bulk string of 5 bytes is over Limits.MaxBulkLen (4)"},
+	{name: "line limit", lim: Limits{MaxLineLen: 4}, in: "+hello\r\n", offset: 1, reason: "line of 5 bytes or more is over Limits.MaxLineLen (4)"},
+	{name: "line limit before CR arrives", lim: Limits{MaxLineLen: 4}, in: "-ERRORS", offset: 1, reason: "over Limits.MaxLineLen"},
+	{name: "array limit", lim: Limits{MaxArrayLen: 2}, in: "*3\r\n:1\r\n:2\r\n:3\r\n", offset: 1, reason: "reply of 3 array elements or more is over Limits.MaxArrayLen (2)"},
+	{name: "nested array limit", lim: Limits{MaxArrayLen: 2}, in: "*1\r\n*3\r\n", offset: 5, reason: "over Limits.MaxArrayLen"},
+	{name: "elements of nested arrays add up", lim: Limits{MaxArrayLen: 4}, in: "*2\r\n*2\r\n:1\r\n:2\r\n*2\r\n", offset: 17, reason: "reply of 6 array elements or more"},
+	{name: "reply limit on a bulk header", lim: Limits{MaxReplyLen: 20}, in: "$14\r\n", offset: 1, reason: "reply of 21 bytes or more is over Limits.MaxReplyLen (20)"},
+	{name: "reply limit on an array header", lim: Limits{MaxReplyLen: 20}, in: "*6\r\n", offset: 1, reason: "reply of 22 bytes or more is over Limits.MaxReplyLen (20)"},
+	{name: "reply limit counts later elements", lim: Limits{MaxReplyLen: 20}, in: "*3\r\n$5\r\n", offset: 5, reason: "over Limits.MaxReplyLen"},
+	{name: "reply limit on a line", lim: Limits{MaxReplyLen: 10}, in: "+abcdefghij", offset: 1, reason: "over Limits.MaxReplyLen (10)"},
+	{name: "reply limit on an integer", lim: Limits{MaxReplyLen: 10}, in: "*2\r\n:12345\r\n", offset: 4, reason: "over Limits.MaxReplyLen (10)"},
+	{name: "depth limit", lim: Limits{MaxDepth: 2}, in: "*1\r\n*1\r\n*1\r\n:1\r\n", offset: 8, reason: "arrays nested 3 deep is over Limits.MaxDepth (2)"},
 }
 
 func TestDecodeMalformed(t *testing.T) {
@@ -279,7 +288,7 @@ func checkProtocolError(t *testing.T, op string, err error, tc malformedCase) {
 }
 
 func TestDecodeLimitsAtTheBoundary(t *testing.T) {
-	d := Decoder{Limits: Limits{MaxBulkLen: 5, MaxArrayLen: 2, MaxDepth: 2}}
+	d := Decoder{Limits: Limits{MaxBulkLen: 5, MaxLineLen: 5, MaxArrayLen: 4, MaxDepth: 2}}
 	for _, in := range []string{
 		"$5\r\nhello\r\n",
 		"+hello\r\n",
@@ -296,8 +305,9 @@ func TestDecodeLimitsAtTheBoundary(t *testing.T) {
 
 func TestDecodeLargeBulkWaitsWithoutAllocating(t *testing.T) {
 	var d Decoder
-	// A header announcing 512 MiB with only a few bytes present: incomplete, and nothing sized by the header.
-	buf := []byte("$536870912\r\nabc")
+	// A header announcing the largest bulk string allowed with only a few bytes present: incomplete, and nothing
+	// sized by the header.
+	buf := []byte("$8388608\r\nabc")
 	allocs := testingAllocs(t, func() {
 		if _, n, err := d.Decode(buf); !errors.Is(err, ErrIncomplete) || n != 0 {
 			t.Fatalf("got %d, %v", n, err)
@@ -306,8 +316,8 @@ func TestDecodeLargeBulkWaitsWithoutAllocating(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("an incomplete large bulk allocated %v times", allocs)
 	}
-	// A huge array announced by its header likewise.
-	buf = []byte("*4294967295\r\n:1\r\n")
+	// The largest array allowed likewise.
+	buf = []byte("*262144\r\n:1\r\n")
 	allocs = testingAllocs(t, func() {
 		if _, _, err := d.Decode(buf); !errors.Is(err, ErrIncomplete) {
 			t.Fatalf("got %v", err)
@@ -339,12 +349,13 @@ func TestDecodeDeepNestingWithRaisedLimit(t *testing.T) {
 }
 
 func TestDecoderZeroValueUsesDefaults(t *testing.T) {
-	got := Limits{}.resolved()
-	want := Limits{MaxBulkLen: DefaultMaxBulkLen, MaxArrayLen: DefaultMaxArrayLen, MaxDepth: DefaultMaxDepth}
+	got := Limits{}.Resolved()
+	want := Limits{MaxBulkLen: DefaultMaxBulkLen, MaxLineLen: DefaultMaxLineLen, MaxArrayLen: DefaultMaxArrayLen,
+		MaxReplyLen: DefaultMaxReplyLen, MaxDepth: DefaultMaxDepth}
 	if got != want {
 		t.Errorf("resolved zero Limits = %+v, want %+v", got, want)
 	}
-	if neg := (Limits{MaxBulkLen: -1, MaxArrayLen: -1, MaxDepth: -1}).resolved(); neg != want {
+	if neg := (Limits{MaxBulkLen: -1, MaxLineLen: -1, MaxArrayLen: -1, MaxReplyLen: -1, MaxDepth: -1}).Resolved(); neg != want {
 		t.Errorf("resolved negative Limits = %+v, want %+v", neg, want)
 	}
 }
@@ -426,5 +437,27 @@ func TestDecoderIsSafeForConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+func TestNeededSaysHowLongAnIncompleteFrameIsAtLeast(t *testing.T) {
+	var d Decoder
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{
+		{"$10\r\nab", 17},                  // exact once the header is here
+		{"$10", 4},                         // the header itself is incomplete
+		{"*3\r\n:1\r\n", 8 + 3 + 3},        // two elements of at least 3 bytes each
+		{"*2\r\n*2\r\n:1\r\n", 12 + 3 + 3}, // one more in the inner array, one in the outer
+		{"*2\r\n$5\r\nab", 4 + 11 + 3},
+		{"+PON", 5},
+		{"", 3},
+		{"+OK\r\n", 0}, // complete
+		{"?", 0},       // malformed
+	} {
+		if got := d.Needed([]byte(tc.in)); got != tc.want {
+			t.Errorf("Needed(%q) = %d; want %d", tc.in, got, tc.want)
+		}
 	}
 }

@@ -27,8 +27,13 @@
 // in two passes: the first validates the whole frame and measures it without allocating (Scan exposes it alone);
 // only then is the Value built. Hence an incomplete frame costs no allocation, a large bulk string still arriving is
 // recognised from its header in O(1), and nothing is ever allocated on the word of a length header before the bytes
-// it announces are present. Limits bound bulk length, array length and nesting depth; anything malformed or over a
-// limit is a *ProtocolError carrying the byte offset at fault. No input makes the decoder panic.
+// it announces are present. Limits bound bulk strings (8 MiB by default), simple-string and error lines (1 MiB),
+// the array elements of a reply (262,144, nested ones included), the bytes of a whole reply (16 MiB) and nesting
+// depth (32); each is checked as soon as the bytes show it broken (a length header, a line's bytes so far), so a
+// caller never buffers more than MaxReplyLen of a reply that has not fully arrived, and Needed tells it how many
+// bytes to wait for before decoding again. Anything malformed or over a limit is a *ProtocolError carrying the
+// byte offset at fault; over a limit, its Limit field (a *LimitError, found by errors.As) names the limit. No
+// input makes the decoder panic.
 //
 // Decoded strings are copies: the caller may reuse its read buffer as soon as Decode returns. A frame costs at most
 // two allocations (one for all its strings, one for all its array elements); integers, nulls, OK/PONG/QUEUED and

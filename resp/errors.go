@@ -21,15 +21,60 @@ var (
 type ProtocolError struct {
 	// Offset is the index, in the buffer passed to Decode or Scan, of the byte at fault: the offending byte for
 	// syntax errors, the first byte of the length for length values that are negative, too large or over a limit,
-	// the type byte for an unknown type or an array nested too deep.
+	// the first byte of a line too long, the type byte for an unknown type or an array nested too deep.
 	Offset int
 	// Reason says what is wrong, in words.
 	Reason string
+	// Limit is set when the bytes are valid RESP2 but break one of the Decoder's Limits: a larger limit would
+	// have accepted them. errors.As finds it too.
+	Limit *LimitError
 }
 
 // Error reports the reason and the byte offset.
 func (e *ProtocolError) Error() string {
 	return "resp: protocol error at byte " + strconv.Itoa(e.Offset) + ": " + e.Reason
+}
+
+// Unwrap returns Limit, if set, so that errors.As finds the *LimitError.
+func (e *ProtocolError) Unwrap() error {
+	if e.Limit == nil {
+		return nil
+	}
+	return e.Limit
+}
+
+// LimitError says which of the Decoder's Limits a reply broke, and by how much. The Decoder returns it inside a
+// *ProtocolError (its Limit field; errors.As finds it): the stream still cannot go on, but the reply was valid
+// RESP2 that a larger limit would have accepted.
+type LimitError struct {
+	// Limit names the field of Limits: "MaxBulkLen", "MaxLineLen", "MaxArrayLen", "MaxReplyLen" or "MaxDepth".
+	Limit string
+	// Max is the limit's value (with the defaults applied).
+	Max int64
+	// Got is what the reply announced or reached: a bulk string's or an array's announced length, the elements
+	// of the reply counted so far, the bytes a line or the reply takes at least (Max+1 or more when only the
+	// bytes so far are known), the depth of nesting.
+	Got int64
+}
+
+// Error names the limit, its value and what the reply needed.
+func (e *LimitError) Error() string {
+	var what string
+	switch e.Limit {
+	case "MaxBulkLen":
+		what = "a bulk string of " + strconv.FormatInt(e.Got, 10) + " bytes"
+	case "MaxLineLen":
+		what = "a simple-string or error line of " + strconv.FormatInt(e.Got, 10) + " bytes or more"
+	case "MaxArrayLen":
+		what = "a reply of " + strconv.FormatInt(e.Got, 10) + " array elements or more"
+	case "MaxReplyLen":
+		what = "a reply of " + strconv.FormatInt(e.Got, 10) + " bytes or more"
+	case "MaxDepth":
+		what = "arrays nested " + strconv.FormatInt(e.Got, 10) + " deep"
+	default:
+		what = strconv.FormatInt(e.Got, 10)
+	}
+	return "resp: " + what + " is over Limits." + e.Limit + " (" + strconv.FormatInt(e.Max, 10) + ")"
 }
 
 // ServerError is an error reply sent by the server ("-NOSCRIPT No matching script..."). It is a normal reply to one
@@ -92,6 +137,12 @@ func (e *TypeError) Error() string {
 // protoErr builds a ProtocolError; it is only called on the error path, so the allocation does not matter.
 func protoErr(offset int, reason string) *ProtocolError {
 	return &ProtocolError{Offset: offset, Reason: reason}
+}
+
+// limitErr builds the ProtocolError of a reply over the limit named limit, on the error path only.
+func limitErr(offset int, limit string, max, got int64) *ProtocolError {
+	le := &LimitError{Limit: limit, Max: max, Got: got}
+	return &ProtocolError{Offset: offset, Reason: le.Error()[len("resp: "):], Limit: le}
 }
 
 // quoteByte renders one byte for an error message, e.g. "x", "\r" or "\xff".

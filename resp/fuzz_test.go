@@ -11,7 +11,9 @@ import (
 //   - n is within the buffer, and Scan finds the same frame length or the same error as Decode;
 //   - a decoded frame re-encodes (AppendValue) to bytes that decode to an equal value;
 //   - a frame decodes the same alone and followed by anything, and each of its proper prefixes is incomplete;
-//   - an incomplete buffer consumes nothing, and a protocol error names a byte inside the buffer and stays the same
+//   - an incomplete buffer consumes nothing, Needed says more bytes than it holds, and no more than a frame it
+//     is a prefix of;
+//   - a protocol error names a byte inside the buffer and stays the same
 //     error whatever bytes follow.
 //
 // Run it with: go test -run '^$' -fuzz '^FuzzDecode$' ./resp
@@ -26,6 +28,7 @@ func FuzzDecode(f *testing.F) {
 	decoders := []*Decoder{
 		{},
 		{Limits: Limits{MaxBulkLen: 16, MaxArrayLen: 4, MaxDepth: 3}},
+		{Limits: Limits{MaxBulkLen: 16, MaxLineLen: 8, MaxArrayLen: 6, MaxReplyLen: 40, MaxDepth: 3}},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, d := range decoders {
@@ -68,6 +71,9 @@ func checkDecoder(t *testing.T, d *Decoder, data []byte) {
 		if !errors.Is(serr, ErrIncomplete) || sn != 0 {
 			t.Fatalf("Decode(%q) is incomplete but Scan says %d, %v", data, sn, serr)
 		}
+		if need := d.Needed(data); need <= len(data) || int64(need) > d.Limits.Resolved().MaxReplyLen+22 {
+			t.Fatalf("Decode(%q) is incomplete but Needed says %d", data, need)
+		}
 	case errors.As(err, &pe):
 		if n != 0 || !reflect.DeepEqual(v, Value{}) {
 			t.Fatalf("failed Decode(%q) returned %v, %d", data, v, n)
@@ -93,6 +99,9 @@ func checkPrefixesIncomplete(t *testing.T, d *Decoder, frame []byte) {
 	check := func(k int) {
 		if _, n, err := d.Decode(frame[:k]); !errors.Is(err, ErrIncomplete) || n != 0 {
 			t.Fatalf("prefix %q of frame %q: n = %d, err = %v; want ErrIncomplete", frame[:k], frame, n, err)
+		}
+		if need := d.Needed(frame[:k]); need <= k || need > len(frame) {
+			t.Fatalf("prefix %q of frame %q: Needed = %d; want more than the prefix, at most the frame", frame[:k], frame, need)
 		}
 	}
 	if len(frame) <= 64 {

@@ -20,7 +20,7 @@ import (
 // other than the plain lock, the rules of its acquire.
 type lockObject struct {
 	object
-	keys  []string // the plain layout's {name, unlock channel}: shared by every command of the handle
+	keys  []string // the plain layout's keys (plainKeys): shared by every command of the handle
 	kind  holdKind
 	rules lockRules // nil: the plain lock
 }
@@ -31,11 +31,10 @@ func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lock
 	return lockObject{object: c.newObject(name), kind: kind, rules: rules}
 }
 
-// setPlainKeys makes arr, which lives in the handle's own allocation, the plain layout's keys {name, unlock
-// channel}: a handle is often made per call (c.Lock(name).Lock(ctx)), and a separate slice was one more
-// allocation each time.
-func (lo *lockObject) setPlainKeys(arr *[2]string) {
-	arr[0], arr[1] = lo.name, channelName(lo.name)
+// setPlainKeys makes arr, which lives in the handle's own allocation, the plain layout's keys (plainKeys): a
+// handle is often made per call (c.Lock(name).Lock(ctx)), and a separate slice was one more allocation each time.
+func (lo *lockObject) setPlainKeys(arr *[numPlainKeys]string) {
+	plainKeys(arr, lo.name)
 	lo.keys = arr[:]
 }
 
@@ -67,12 +66,15 @@ type lockCall struct {
 	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
 	// context (for its values) when the lock is granted. Its cancellation is watched by its shard's watch of it
 	// (ctxwatch.go), which the call joins when it starts.
-	ctx      context.Context
-	owner    string        // <clientUUID>:<ownerID>
-	lease    time.Duration // the lease a grant gives (also the next head's bound while the lock is held)
-	token    int64         // fenced locks: the token of the grant, written before the future completes
-	watchdog bool          // the lease is the watchdog's, renewed while held
-	fresh    bool          // the owner id was made for this call: nobody else can hold anything under it
+	ctx   context.Context
+	owner string        // <clientUUID>:<ownerID>
+	lease time.Duration // the lease a grant gives (also the next head's bound while the lock is held)
+	// token is a fenced lock's token of the grant, written before the future completes; while the call waits, and
+	// only when nonceMinted, it holds the call's queue nonce instead (lockqueue.go): one word for both keeps the call
+	// in its allocation size class, and a call never needs its nonce once granted.
+	token    int64
+	watchdog bool // the lease is the watchdog's, renewed while held
+	fresh    bool // the owner id was made for this call: nobody else can hold anything under it
 	// syncMisses counts the call's grants that too few replicas acknowledged (Config.SyncReplicas), each given
 	// back. Touched only by the chain reply -> release -> retry, one step at a time.
 	syncMisses uint8
@@ -134,6 +136,8 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 		return fail(clusterNameError(op, lo.name))
 	case lease < 0 || (lease > 0 && lease < MinLease):
 		return fail(leaseError(op, lease, "must be at least 1ms, or 0 for the watchdog"))
+	case ctx == nil:
+		return fail(nilContextError(op))
 	case c.closed.Load():
 		return fail(ErrClosed)
 	case ctx.Err() != nil:
@@ -156,11 +160,12 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 		lc.p.CancelledBy(done)
 	}
 	if lo.rules == nil {
-		// No hand-off while grants wait for replicas: it grants in the release script, without WAIT
-		// (replication.go).
-		lc.rule, lc.queueNew, lc.handoff = wakeOne, true, !c.synced()
+		lc.rule, lc.serverQueue = wakeOne, true
 	} else {
 		lo.rules.wait(lc)
+	}
+	if lc.serverQueue {
+		lc.initQueueCall(own)
 	}
 	lc.start(lc.startAt)
 	return lc, lc.p.Future()
@@ -169,6 +174,9 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 // lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
 // waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is released.
 func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
+	if err := inCallback(); err != nil {
+		return nil, err
+	}
 	lc, f := lo.acquire(ctx, op, wait, lease, false)
 	if lc == nil {
 		return f.Get(ctx)
@@ -281,8 +289,9 @@ func (lc *lockCall) send() {
 		return
 	}
 	if lc.lo.rules == nil {
-		future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, acquireScript, lc.lo.keys[:1], lc.leaseArg(), lc.owner),
-			lc.callback())
+		c := lc.sh.c
+		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, lc.lo.keys, lc.leaseArg(), lc.owner,
+			lc.entryArg(), queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub), lc.callback())
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)
@@ -294,15 +303,24 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 	if err != nil {
 		lc.settle(outcome{err: err}, false)
 	} else {
-		lc.settle(parseAcquire(v), false)
+		lc.settle(lc.queuedOutcome(parseAcquire(v), v), false)
 	}
 	sh.attemptSettled(counted)
 }
 
 func (lc *lockCall) onReply(v resp.Value, err error) {
 	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
-	lc.settle(lc.lo.rules.decode(v, err), false)
+	lc.settle(lc.queuedOutcome(lc.lo.rules.decode(v, err), v), false)
 	sh.attemptSettled(counted)
+}
+
+// queuedOutcome turns the refusal of an attempt that queues the call on the server (an entry was sent) into a
+// queued one: its bound is the one of a waiter queued there (queuedRefusal).
+func (lc *lockCall) queuedOutcome(o outcome, v resp.Value) outcome {
+	if o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
+		return o
+	}
+	return lc.queuedRefusal(v.Int)
 }
 
 // onAnyReply is onPlainReply or onReply, by the kind of lock: the one callback a recycled call binds once.
@@ -334,11 +352,19 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	lo := lc.lo
 	lc.token = o.token
 	lc.recyclable = lc.sync != nil && lc.q == nil && lc.deadline == 0 && lc.retries == 0 && lc.abandoned == nil &&
-		!lc.watchHit && lc.syncMisses == 0 && !c.synced()
-	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
-		return h, h.reenterLocked(o.count, lc.lease, lc.watchdog, lc.sentAt)
+		!lc.watchHit && lc.syncMisses == 0 && !lc.queued && !c.synced()
+	lease := lc.lease
+	if o.lease > 0 {
+		lease = o.lease // granted by someone else's script, with the call's grant lease
 	}
-	return c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lc.lease, lc.watchdog, lc.sentAt)
+	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
+		return h, h.reenterLocked(o.count, lease, lc.watchdog, lc.sentAt)
+	}
+	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lease, lc.watchdog, lc.sentAt)
+	if h != nil && lc.watchdog {
+		h.lease = lc.lease // what a partial release re-arms: the watchdog's lease, whatever the grant applied
+	}
+	return h, err
 }
 
 // heldLocked returns the hold lc's owner has of lc's lock, in any state, or nil. An owner id made for this call
@@ -390,7 +416,13 @@ func (lc *lockCall) giveBackResult() {
 	}
 }
 
+// left tells the server that lc gave up: a call queued there leaves the queue (and releases a grant made to it
+// meanwhile); a fair-lock waiter leaves its kind's queue.
 func (lc *lockCall) left() {
+	if lc.serverQueue {
+		lc.leave()
+		return
+	}
 	if lc.lo.rules != nil {
 		lc.lo.rules.left(lc)
 	}
@@ -398,7 +430,8 @@ func (lc *lockCall) left() {
 
 // lostInFlight releases what an attempt that failed ambiguously may have granted, when the owner id was made for
 // this call: a hold under it can only be that grant. Other owners' holds are left to their lease (a grant to an
-// owner that holds the lock already cannot be told from its other holds).
+// owner that holds the lock already cannot be told from its other holds). Calls queued on the server leave the
+// queue instead (left), which releases such a grant too.
 func (lc *lockCall) lostInFlight() {
 	if lc.fresh {
 		lc.sh.c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, 1)
@@ -421,17 +454,6 @@ func parseAcquire(v resp.Value) outcome {
 	return outcome{err: &resp.TypeError{Want: "hold count or PTTL", Got: v.Type}}
 }
 
-// handoffGrant decodes the grant half of a hand-off's reply: as parseAcquire, and a null (no grant was tried: the
-// releasing owner still holds the lock, its release will hand off or publish) is a refusal bounded by the lease.
-func handoffGrant(v resp.Value, lease time.Duration) outcome {
-	if v.Null {
-		return outcome{bound: lease}
-	}
-	o := parseAcquire(v)
-	o.handoff = o.granted
-	return o
-}
-
 // ttlBound turns a refusal's PTTL (milliseconds) into the bound of the wait before the next attempt: the holder's
 // remaining lease, at least a millisecond (a key in its last millisecond answers 0: it is about to expire, and an
 // expiry publishes nothing), or recheckBound for a key without expiry (-1) or none (-2).
@@ -439,7 +461,15 @@ func ttlBound(ms int64) time.Duration {
 	if ms < 0 {
 		return recheckBound
 	}
-	return max(time.Duration(ms)*time.Millisecond, time.Millisecond)
+	// A PTTL near 2^63 ms (a key given an absurd expiry by something else) would overflow a Duration; a day is
+	// longer than any lease a lock client sets, and a release still wakes the waiter at once.
+	return max(time.Duration(min(ms, maxBoundMillis))*time.Millisecond, time.Millisecond)
 }
+
+// maxBoundMillis caps every duration read from the server (ttlBound).
+const maxBoundMillis = int64(24 * time.Hour / time.Millisecond)
+
+// permits is 1: a lock call takes no permits.
+func (lc *lockCall) permits() int64 { return 1 }
 
 var _ waitCall = (*lockCall)(nil)

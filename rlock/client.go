@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,8 +45,9 @@ type Client struct {
 	seed   maphash.Seed
 	shards [numShards]shard
 
-	wd      watchdog
-	retries retries // commands parked on the timer for a retry, run by Close if it comes first
+	wd         watchdog
+	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
+	grantCache         // queue entry arguments (lockqueue.go)
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
@@ -108,6 +110,9 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	}
 	_, nop := r.Observer.(NopObserver)
 	c.observed = !nop
+	if c.observed {
+		c.obs = callbackObserver{r.Observer}
+	}
 	c.cluster = cc.IsCluster()
 	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
 	// is where conn subscribes the channels (Redisson makes the same choice).
@@ -120,6 +125,8 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)
+	c.watchdogGrant.lease = min(r.WatchdogTimeout, queueLiveness)
+	c.watchdogGrant.arg = "g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10)
 	c.retries.set = make(map[*retry]struct{})
 	return c
 }
@@ -148,8 +155,12 @@ func (c *Client) Lock(name string) *Lock {
 //
 // Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
 // exit; it blocks for at most the time the transport takes to close. It is safe for concurrent use; calls after
-// the first return nil.
+// the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and closes
+// nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
 func (c *Client) Close() error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	if !c.closed.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -227,9 +238,11 @@ func (c *Client) Stats() Stats {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		s.Held += len(sh.holds)
-		s.Queues += len(sh.queues)
 		for _, q := range sh.queues {
-			s.Waiters += q.n
+			if q.n > 0 {
+				s.Queues++
+				s.Waiters += q.n
+			}
 		}
 		s.Waiters += sh.sleepers.n
 		sh.mu.Unlock()

@@ -34,7 +34,10 @@ func (l *CountDownLatch) Name() string { return l.name }
 // TrySetCount sets the count if the latch is open (no count set), and reports whether it did. count must be
 // positive. It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, error) {
-	if err := l.check("CountDownLatch.TrySetCount"); err != nil {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	if err := l.checkCtx("CountDownLatch.TrySetCount", ctx); err != nil {
 		return false, err
 	}
 	if count <= 0 {
@@ -49,12 +52,15 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, er
 // latch does nothing. It returns the count afterwards. It is not resent after an ambiguous transport failure (a
 // second decrement would count twice). It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) CountDown(ctx context.Context) (int64, error) {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
 	return l.CountDownAsync(ctx).Get(ctx)
 }
 
 // CountDownAsync is the asynchronous form of CountDown.
 func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int64] {
-	if err := l.check("CountDownLatch.CountDown"); err != nil {
+	if err := l.checkCtx("CountDownLatch.CountDown", ctx); err != nil {
 		return future.Completed(int64(0), err)
 	}
 	return future.Then(l.c.callOnce(ctx, conn.Cmd{Script: latchCountDownScript, Keys: l.keys, Args: []string{latchZeroMessage, l.c.pub}}), intReply)
@@ -62,7 +68,10 @@ func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int6
 
 // Count returns the current count (0 when open). It blocks until the server answers or ctx ends.
 func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
-	if err := l.check("CountDownLatch.Count"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := l.checkCtx("CountDownLatch.Count", ctx); err != nil {
 		return 0, err
 	}
 	return intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.name}}).Get(ctx))
@@ -71,7 +80,10 @@ func (l *CountDownLatch) Count(ctx context.Context) (int64, error) {
 // Delete opens the latch whatever its count (releasing every awaiter) and reports whether it was closed. It blocks
 // until the server answers or ctx ends.
 func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
-	if err := l.check("CountDownLatch.Delete"); err != nil {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	if err := l.checkCtx("CountDownLatch.Delete", ctx); err != nil {
 		return false, err
 	}
 	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{latchSetMessage, l.c.pub}}).Get(ctx))
@@ -79,7 +91,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 }
 
 func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duration) (*waiter, *future.Future[struct{}]) {
-	if err := l.check(op); err != nil {
+	if err := l.checkCtx(op, ctx); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	get := []string{"GET", l.name}
@@ -102,6 +114,9 @@ func (l *CountDownLatch) await(ctx context.Context, op string, wait time.Duratio
 // Await blocks until the latch is open (count zero) or ctx ends (then ctx's error). It costs no polling: awaiters
 // wait for the latch's channel. Safe for concurrent use.
 func (l *CountDownLatch) Await(ctx context.Context) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	w, fut := l.await(ctx, "CountDownLatch.Await", -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
@@ -116,6 +131,9 @@ func (l *CountDownLatch) AwaitAsync(ctx context.Context) *future.Future[struct{}
 // AwaitTimeout waits at most timeout (0: checks once) for the latch to open and reports whether it did; ctx's
 // error when ctx ended first.
 func (l *CountDownLatch) AwaitTimeout(ctx context.Context, timeout time.Duration) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	if err := tryFormError("CountDownLatch.AwaitTimeout", timeout); err != nil {
 		return false, err
 	}

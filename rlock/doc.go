@@ -39,8 +39,13 @@
 // the context: an acquire whose context carries no owner takes a new owner id from the client's counter (ids from
 // 10,000,000,001 up), and returns the held context, which carries it. Acquiring again with the held context
 // re-enters the lock (hold count + 1, same held context, still one renewal); Unlock with it releases one hold.
-// WithOwner pins an owner explicitly — to pass a lock to another goroutine, or to act as the owner id a Java
-// service holds a lock as. OwnerOf reads it.
+// WithOwner pins an owner explicitly — to pass a lock to another goroutine or Client, or to act as the owner id a
+// Java service holds a lock as. OwnerOf reads it. A held context acts only through the Client that made it (that
+// Client renews the hold, counts it and ends the context): any other Client refuses it with ErrOtherClient and
+// sends nothing; a pinned owner is not tied to a Client. A nil held context holds nothing (Unlock returns
+// ErrNotHeld, so "held, err := l.TryLock(...); defer l.Unlock(held)" is safe), and a nil context given to any
+// other call is an *ArgumentError. MultiLock and RedLock hold all their locks with one owner, which their held
+// context carries.
 //
 // The held context carries the acquiring context's values but not its cancellation: it is the lease, not the
 // request. It is cancelled, and context.Cause reports why, when the lock stops being held:
@@ -136,7 +141,10 @@
 // wait is a waiter of the same engine. They differ in their scripts, and in whom a message on their channel wakes:
 //
 //   - FairLock: the server queues the waiters (LIST and ZSET, as Redisson); each waiter waits on its own channel,
-//     which the release publishes to when it is its turn, so only the head is woken.
+//     which the release publishes to when it is its turn, so only the head is woken. A script that changes the
+//     head (a grant, a waiter leaving or dropped) wakes the new head, which then waits for the release bounded by
+//     the holder's lease; queued waiters also attempt at least every 750 ms, to notice what other clients
+//     (Redisson's) change in the queue without a message.
 //   - FencedLock: the plain lock's hash, channel and queue (its waiters queue with plain Lock's on the same name),
 //     plus a token counter incremented by every grant; a message wakes the head.
 //   - ReadWriteLock: one channel; a write unlock ("1") wakes every waiter (any number of readers may enter), a
@@ -237,8 +245,13 @@
 //
 // Client and every handle (Lock, FairLock, Semaphore...) are safe for concurrent use. A held context may be used
 // from any goroutine; two goroutines that share an owner share its holds, so the lock does not exclude them from
-// each other. Observer methods and future callbacks run on the transport's event loop or the timer's worker and
-// must not block.
+// each other. Observer methods and future callbacks run on the transport's event loop, the timer's worker, or a
+// caller's Get that reads replies for others, and must not block. A blocking call of this package made inside one
+// — Lock, Unlock, any call that is not an Async form, and future.Get on a pending future — returns ErrInCallback at
+// once and sends nothing: it would stall that goroutine, and could wait forever for a reply only that goroutine
+// would read. Use the Async forms there, or hand the blocking work to a goroutine. Recognising a callback costs one
+// atomic load while no callback runs anywhere, and a walk of the caller's stack (about 0.1 µs a frame) while one
+// does (future.InCallback).
 //
 // Every call ends when its context does. Calls that share one context (a server's root context, an errgroup's) are
 // watched together, one registration per shard of the client's state, so sharing a context across thousands of

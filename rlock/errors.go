@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locksmith-go/locksmith/future"
 )
 
 // The package's errors. Callers branch with errors.Is on the sentinels and errors.As on the typed errors below
@@ -43,6 +45,19 @@ var (
 	// a negative or sub-millisecond lease, a negative wait, a malformed owner id, permits that are not positive.
 	// Nothing was sent to the server.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
+
+	// ErrOtherClient is returned by every call of a Client's handles given a held context that another Client
+	// made: a held context acts only through the Client that acquired it (that Client renews the hold, counts it
+	// in Stats and cancels the context when it ends). Nothing was sent to the server. Use a handle of the Client
+	// that acquired the lock; to share an owner between Clients, pin it with WithOwner.
+	ErrOtherClient = errors.New("rlock: the held context belongs to another Client; use that Client's handles, or pin a shared owner with WithOwner")
+
+	// ErrInCallback is returned at once by the package's blocking calls (and by future.Get on a pending future)
+	// when they are called inside a future callback (OnComplete, Then, Compose) or an Observer method: those run
+	// on the goroutine that delivers replies, messages and timers, so blocking there would stall it, and wait
+	// forever for a reply it would have to read itself. Nothing was sent. Use the Async form and OnComplete, or
+	// make the blocking call from another goroutine. It is future.ErrInCallback (errors.Is matches either).
+	ErrInCallback = future.ErrInCallback
 
 	// ErrLockUpgrade is returned by WriteLock's acquire calls when the owner holds a read hold of the same lock
 	// and no write hold: the write lock waits for every reader to leave, the owner included, so it would wait for
@@ -225,4 +240,8 @@ func waitError(op string, wait time.Duration) error {
 
 func permitsError(op string, n int64) error {
 	return &ArgumentError{Op: op, Arg: "permits", Value: strconv.FormatInt(n, 10), Reason: "must be positive"}
+}
+
+func nilContextError(op string) error {
+	return &ArgumentError{Op: op, Arg: "ctx", Value: "nil", Reason: "must not be nil; pass context.Background() for a call without a bound"}
 }

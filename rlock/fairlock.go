@@ -14,6 +14,13 @@ import (
 // waiter refreshes it at least every third of it.
 const DefaultFairWaiterTimeout = 5 * time.Minute
 
+// fairRecheck is the longest a queued fair-lock waiter sleeps between attempts when nothing wakes it. Other
+// clients may change the server's queue without telling it: Redisson's acquire shifts every waiter's deadline down
+// by its thread wait time, and Redisson drops waiters whose deadline passed by its own client's clock, so a waiter
+// of this package can find itself out of the queue, or made head, unannounced. Its next attempt re-queues it (or,
+// as head, learns how long the lease runs), within a second.
+const fairRecheck = 750 * time.Millisecond
+
 // FairLock is Redisson's fair RLock: a reentrant lock (the plain lock's HASH, so it excludes plain Lock handles on
 // the same name) that is granted in the order of the requests. Waiters queue on the server (LIST
 // redisson_lock_queue:{name}, deadlines in ZSET redisson_lock_timeout:{name}); the lock is taken only by the head
@@ -26,10 +33,17 @@ const DefaultFairWaiterTimeout = 5 * time.Minute
 // reaches the head of the queue, so a waiter whose process died delays the others by no more than its wait (or
 // the liveness window); a waiter that gives up removes itself at once. A TryLock without wait never queues.
 //
+// Liveness: whenever a script of this package changes the head of the queue (the head was granted the lock, gave
+// up, or was dropped), the new head is woken on its channel; as head it then waits for the release message,
+// bounded by the holder's remaining lease, so a free lock passes to the next living waiter within a timer tick of
+// the release or of the lease's end. Every queued waiter also attempts at least once a second, which catches the
+// changes other clients make without a message (next paragraph): one fair-acquire script per waiter per second.
+//
 // Redisson clients can share the lock; sharing the queue works too, with one difference: Redisson shifts every
 // queued deadline down by its thread wait time when a waiter acquires, which can make the deadlines of this
-// package's waiters pass early; such a waiter then re-queues at the tail at its next attempt (it loses its place,
-// never the mutual exclusion).
+// package's waiters pass early, and drops them unannounced; such a waiter re-queues (at the tail: it loses its
+// place, never the mutual exclusion) at its next attempt, within a second. A Redisson grant to the head does not
+// wake the next waiter either: a waiter of this package learns within a second that it is head.
 //
 // Obtain it with Client.FairLock; it is cheap, sends nothing until used, and is safe for concurrent use. Held
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
@@ -78,8 +92,9 @@ func (l *FairLock) decode(v resp.Value, err error) outcome {
 	}
 	o := parseAcquire(v)
 	if !o.granted && o.err == nil {
-		// A queued waiter attempts at least every third of its liveness window, which keeps it queued.
-		o.bound = min(o.bound, l.waiterTimeout/3)
+		// A queued waiter attempts at least every third of its liveness window, which keeps it queued, and at least
+		// every fairRecheck, which finds changes other clients made to the queue without a message.
+		o.bound = min(o.bound, l.waiterTimeout/3, fairRecheck)
 	}
 	return o
 }
@@ -124,6 +139,8 @@ func (l *FairLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return l.lockAsync(ctx, "FairLock.LockAsync", -1, 0)
 }
@@ -137,6 +154,8 @@ func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("FairLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -155,6 +174,8 @@ func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (cont
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("FairLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -177,6 +198,9 @@ func (l *FairLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // ForceUnlock deletes the lock whoever holds it and wakes the head waiter; it reports whether there was a lock.
 // This client's holds end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
 		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
 }
@@ -201,7 +225,7 @@ func (l *FairLock) HoldCount(held context.Context) (int, error) {
 // QueueLength returns how many waiters are queued on the server (any client). It blocks until the server answers
 // or ctx ends.
 func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
-	if err := l.check("FairLock.QueueLength"); err != nil {
+	if err := l.checkCtx("FairLock.QueueLength", ctx); err != nil {
 		return 0, err
 	}
 	n, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"LLEN", l.fkeys[1]}}).Get(ctx))

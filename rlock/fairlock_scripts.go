@@ -26,10 +26,28 @@ import "github.com/locksmith-go/locksmith/conn"
 
 // fairNowLua computes now, the server's time in Unix milliseconds, and removes from the head of the queue every
 // waiter whose deadline passed (or that has none: a queue entry without a deadline is debris). It is the prelude
-// of every fair-lock script. KEYS[2] is the queue, KEYS[3] the deadline set.
+// of every fair-lock script, after publishLua. KEYS[2] is the queue, KEYS[3] the deadline set, KEYS[4] the prefix
+// of the waiters' channels.
+//
+// It also defines what keeps the queue live: whenever a script leaves a different waiter at the head than it found
+// there (the head was granted, gave up, or was dropped as stale), the new head is woken on its channel
+// (wakeNewHead), so that it attempts at once and learns, as head, how long the lock's lease runs, instead of
+// sleeping towards the old head's deadline. wake publishes to one waiter, once per script.
 const fairNowLua = `redis.replicate_commands()
 local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local head0 = redis.call('lindex', KEYS[2], 0)
+local woken = nil
+local function wake(h, msg)
+  if h and h ~= woken then
+    redis.call(publish, KEYS[4] .. ':' .. h, msg)
+    woken = h
+  end
+end
+local function wakeNewHead(me, msg)
+  local h = redis.call('lindex', KEYS[2], 0)
+  if h and h ~= head0 and h ~= me then wake(h, msg) end
+end
 while true do
   local first = redis.call('lindex', KEYS[2], 0)
   if not first then break end
@@ -58,10 +76,12 @@ end
 // PTTL (it is woken on its channel when the lock is released; -1: the key has no expiry), for a waiter further back
 // the time until the head's deadline (when the head may be dropped), for a try without waiting the lock's PTTL.
 // When the lock is free but the head is another, living waiter, that waiter is woken (it may have missed its
-// message): nobody else may take the lock before it.
+// message): nobody else may take the lock before it. A grant to the head wakes the waiter after it, which is head
+// now (see fairNowLua).
 const fairAcquireSrc = publishLua + fairNowLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  wakeNewHead(ARGV[2], ARGV[4])
   return tostring(n)
 end
 local head = redis.call('lindex', KEYS[2], 0)
@@ -73,12 +93,14 @@ if free and ((not head) or head == ARGV[2]) then
   end
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
+  wakeNewHead(ARGV[2], ARGV[4])
   return '1'
 end
 local wait = tonumber(ARGV[3])
 if wait <= 0 then
+  wakeNewHead(ARGV[2], ARGV[4])
   if free then
-    redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4])
+    wake(head, ARGV[4])
     return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)
   end
   return redis.call('pttl', KEYS[1])
@@ -87,11 +109,12 @@ if redis.call('zadd', KEYS[3], now + wait, ARGV[2]) == 1 then
   redis.call('rpush', KEYS[2], ARGV[2])
 end
 head = redis.call('lindex', KEYS[2], 0)
+wakeNewHead(ARGV[2], ARGV[4])
 if head == ARGV[2] then
   return redis.call('pttl', KEYS[1])
 end
 if free then
-  redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4])
+  wake(head, ARGV[4])
 end
 return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)`
 
@@ -112,19 +135,19 @@ return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)`
 const fairReleaseSrc = publishLua + fairNowLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
 if not c then
   if redis.call('exists', KEYS[1]) == 0 then
-    local head = redis.call('lindex', KEYS[2], 0)
-    if head then redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4]) end
+    wake(redis.call('lindex', KEYS[2], 0), ARGV[4])
   end
+  wakeNewHead(nil, ARGV[4])
   return nil
 end
+wakeNewHead(nil, ARGV[4])
 ` + expectCountLua + decrementLua + `redis.call('del', KEYS[1])
-local head = redis.call('lindex', KEYS[2], 0)
-if head then redis.call(publish, KEYS[4] .. ':' .. head, ARGV[4]) end
+wake(redis.call('lindex', KEYS[2], 0), ARGV[4])
 return 1`
 
 // fairLeaveSrc takes a waiter that gave up (its wait ran out, its context ended) out of the queue, Redisson's
-// acquireFailed. The deadlines of the others are not touched: they are their own. When the leaver was the head
-// and the lock is free, the new head is woken at once.
+// acquireFailed. The deadlines of the others are not touched: they are their own. When the leaver was the head,
+// the new head is woken at once (see fairNowLua).
 //
 //	KEYS[1..4] as fairAcquireSrc
 //	ARGV[1] owner
@@ -132,13 +155,9 @@ return 1`
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: 1 = the owner was queued and is not any more; 0 = it was not queued.
-const fairLeaveSrc = publishLua + fairNowLua + `local head = redis.call('lindex', KEYS[2], 0)
-local n = redis.call('lrem', KEYS[2], 0, ARGV[1])
+const fairLeaveSrc = publishLua + fairNowLua + `local n = redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
-if head == ARGV[1] and redis.call('exists', KEYS[1]) == 0 then
-  local next = redis.call('lindex', KEYS[2], 0)
-  if next then redis.call(publish, KEYS[4] .. ':' .. next, ARGV[2]) end
-end
+wakeNewHead(ARGV[1], ARGV[2])
 if n > 0 then return 1 end
 return 0`
 
@@ -150,8 +169,7 @@ return 0`
 //
 // Reply: 1 = the lock existed and was deleted; 0 = there was no lock.
 const fairForceUnlockSrc = publishLua + fairNowLua + `local n = redis.call('del', KEYS[1])
-local head = redis.call('lindex', KEYS[2], 0)
-if head then redis.call(publish, KEYS[4] .. ':' .. head, ARGV[1]) end
+wake(redis.call('lindex', KEYS[2], 0), ARGV[1])
 return n`
 
 var (

@@ -23,8 +23,8 @@ import (
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FencedLock struct {
 	lockObject
-	keyArr    [2]string // the keys of its lock commands (lockObject.keys)
-	tokenKeys []string  // {name, token key}
+	// keyArr holds the plain layout's keys (lockObject.keys) and, last, the token key: the acquire takes them all.
+	keyArr [numPlainKeys + 1]string
 }
 
 // Fence is the result of an acquire of a FencedLock: the held context and this acquire's token.
@@ -36,9 +36,11 @@ type Fence struct {
 // FencedLock returns a handle on the fenced lock called name. It does no I/O; an empty name is reported by the
 // handle's methods as an *ArgumentError.
 func (c *Client) FencedLock(name string) *FencedLock {
-	l := &FencedLock{tokenKeys: []string{name, prefixName(lockTokenPrefix, name)}}
+	l := &FencedLock{}
 	l.lockObject = c.newLockObject(name, kindPlain, l)
-	l.setPlainKeys(&l.keyArr)
+	plainKeys((*[numPlainKeys]string)(l.keyArr[:numPlainKeys]), name)
+	l.keyArr[numPlainKeys] = prefixName(lockTokenPrefix, name)
+	l.keys = l.keyArr[:numPlainKeys]
 	return l
 }
 
@@ -48,7 +50,9 @@ func (l *FencedLock) Name() string { return l.name }
 // The fenced lock's rules: the plain lock's queue, channel and release, its own acquire script.
 
 func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return fencedAcquireScript, l.tokenKeys, []string{lc.leaseArg(), lc.owner}
+	c := l.c
+	return fencedAcquireScript, l.keyArr[:], []string{lc.leaseArg(), lc.owner, lc.entryArg(), queueLivenessArg,
+		lc.claimArg(), lc.nonceArg(), c.pub}
 }
 
 func (l *FencedLock) decode(v resp.Value, err error) outcome {
@@ -62,7 +66,7 @@ func (l *FencedLock) decode(v resp.Value, err error) outcome {
 func (l *FencedLock) channel(*lockCall) string { return l.keys[1] }
 
 // ... but take no hand-off: a grant must come with a token, from their own script.
-func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.queueNew = wakeOne, true }
+func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.serverQueue = wakeOne, true }
 
 func (l *FencedLock) left(*lockCall) {}
 
@@ -83,6 +87,9 @@ func decodeFenced(v resp.Value) outcome {
 }
 
 func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, int64, error) {
+	if err := inCallback(); err != nil {
+		return nil, 0, err
+	}
 	lc, f := l.acquire(ctx, op, wait, lease, false)
 	if lc == nil {
 		_, err := f.Get(ctx)
@@ -112,6 +119,8 @@ func (l *FencedLock) Lock(ctx context.Context) (context.Context, int64, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
 	return l.async(ctx, "FencedLock.LockAsync", -1, 0)
 }
@@ -126,6 +135,8 @@ func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (contex
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
 	if err := leaseFormError("FencedLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed(Fence{}, err)
@@ -143,6 +154,8 @@ func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
 	if err := tryFormError("FencedLock.TryLockAsync", wait); err != nil {
 		return future.Completed(Fence{}, err)
@@ -169,15 +182,18 @@ func (l *FencedLock) Token(ctx context.Context) (int64, error) { return l.TokenA
 
 // TokenAsync is the asynchronous form of Token.
 func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
-	if err := l.check("FencedLock.Token"); err != nil {
+	if err := l.checkCtx("FencedLock.Token", ctx); err != nil {
 		return future.Completed(int64(0), err)
 	}
-	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.tokenKeys[1]}}), intReply)
+	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.keyArr[numPlainKeys]}}), intReply)
 }
 
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message; it reports whether there was a
 // lock. This client's holds of it end with cause ErrLockLost. It blocks until the server answers or ctx ends.
 func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
 }

@@ -31,12 +31,12 @@ func ExampleFencedLock() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println("tokens:", t1, t2)
+	fmt.Println("the later grant has the larger token:", t2 > t1)
 	fmt.Println("new holder writes:", write(t2))
 	fmt.Println("paused holder writes:", write(t1))
 	l.Unlock(held2)
 	// Output:
-	// tokens: 1 2
+	// the later grant has the larger token: true
 	// new holder writes: accepted
 	// paused holder writes: refused
 }

@@ -2,29 +2,45 @@ package rlock
 
 import "github.com/locksmith-go/locksmith/conn"
 
-// The fenced lock's scripts, in Redisson's keyspace (RedissonFencedLock): the plain lock's HASH and channel, plus
+// The fenced lock's scripts, in Redisson's keyspace (RedissonFencedLock): the plain lock's HASH, channel and queue
+// (lockqueue_scripts.go), plus
 //
 //	token  STRING redisson_lock_token:{<name>}, INCR'd by every acquire, re-entry included
 //
 // Redisson's lockAndGetToken(leaseTime) drops the lease and takes the watchdog; here every acquire form applies the
 // lease it is given.
 
-// fencedAcquireSrc creates or re-enters the lock and increments the token in the same step, so no two grants can
-// ever share a token and a later grant always has a larger one.
+// fencedAcquireSrc is the plain lock's acquire (acquireSrc: the same hash, queue and grant channel, so fenced and
+// plain waiters of one name queue together) whose every grant, re-entry included, also increments the token in the
+// same step: no two grants can ever share a token, and a later grant always has a larger one. A fenced waiter is
+// queued with a 'w' entry: a release wakes it instead of granting it, and its own attempt takes the lock and its
+// token.
 //
-//	KEYS[1] lock name
-//	KEYS[2] token key
-//	ARGV[1] lease in milliseconds
-//	ARGV[2] owner
+// The token counter outlives restarts only as far as the server's persistence does. When it is missing (never
+// written, or lost with a server restarted without persistence), it is seeded from the server's clock in
+// microseconds (TIME) before the increment: as long as that clock moves forward between the last grant before a
+// loss and the first one after it, and fewer than a million grants a second ever come (Redis runs far fewer
+// scripts than that), every token after the loss is larger than every token before it. Redisson starts from 1;
+// a Redisson client sharing the counter increments whatever it holds, so both stay monotonic together.
 //
-// Reply: an array {hold count, token} = granted; an integer = refused, the lock's PTTL (-1: no expiry).
-const fencedAcquireSrc = `if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local token = redis.call('incr', KEYS[2])
-  local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], ARGV[1])
-  return {n, token}
+//	KEYS[1..5] as acquireSrc
+//	KEYS[6] token key
+//	ARGV as acquireSrc
+//
+// Reply: an array {hold count, token} = granted; an integer = refused, as acquireSrc's.
+var fencedAcquireSrc = queuedAcquireSrc(fencedGrantLua, fencedGrantLua)
+
+// fencedGrantLua grants (or re-enters) the lock for ARGV[2] with the next token, seeding a missing counter from the
+// server's clock.
+const fencedGrantLua = `if redis.call('exists', KEYS[6]) == 0 then
+  redis.replicate_commands()
+  local t = redis.call('time')
+  redis.call('set', KEYS[6], t[1] .. string.format('%06d', tonumber(t[2])))
 end
-return redis.call('pttl', KEYS[1])`
+local token = redis.call('incr', KEYS[6])
+local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return {n, token}`
 
 // The fenced lock releases and force-unlocks with the plain lock's scripts (releaseSrc, deletePublishSrc): same
 // hash, same channel.

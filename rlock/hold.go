@@ -189,6 +189,11 @@ func (h *hold) armLocked() error { return h.armAtLocked(h.c.now()) }
 func (h *hold) armAtLocked(now time.Duration) error {
 	d := h.expireAt() - now
 	if h.watchdog {
+		if d < 2*h.c.cfg.renewEvery && !h.renewing {
+			// The server's lease is shorter than the watchdog's (a grant by a release applies the queue's
+			// liveness window: lockqueue.go): renew well before it ends.
+			d /= 3
+		}
 		d = min(d, h.c.cfg.renewEvery)
 	}
 	tm, err := h.c.timer.NewTimeout(h, d)

@@ -16,7 +16,7 @@ import (
 // release) and is cancelled, with a cause, when the lock stops being held (see the package documentation).
 type Lock struct {
 	lockObject
-	keyArr [2]string // the keys of its commands (lockObject.keys)
+	keyArr [numPlainKeys]string // the keys of its commands (lockObject.keys)
 }
 
 // Name returns the lock's name (its Redis key).
@@ -38,6 +38,23 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
 // It starts no goroutine: the wait is driven by replies, unlock messages and the client's timer. When ctx ends
 // first, the future fails with ctx's error (and a lock granted in flight is released); a lock granted before that
 // belongs to the future's holder.
+//
+// ctx is the acquire's own context; the context given to the future's Get bounds only that wait. When Get gives up,
+// the acquire goes on: a lock it is granted later is held (and renewed by the watchdog) for the future's holder
+// until unlocked. To abandon the acquire, cancel ctx; the future then fails with ctx's error, unless the lock was
+// granted just before, which the future reports — give that one back:
+//
+//	acq, abandon := context.WithCancel(ctx)
+//	f := l.LockAsync(acq)
+//	held, err := f.Get(waitCtx) // waitCtx ended: the acquire is still going on
+//	if err != nil && waitCtx.Err() != nil {
+//		abandon()
+//		f.OnComplete(func(held context.Context, err error) {
+//			if err == nil {
+//				l.UnlockAsync(held) // granted before the cancellation
+//			}
+//		})
+//	}
 func (l *Lock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return l.lockAsync(ctx, "LockAsync", -1, 0)
 }
@@ -53,6 +70,8 @@ func (l *Lock) LockLease(ctx context.Context, lease time.Duration) (context.Cont
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *Lock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -71,6 +90,8 @@ func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (context.
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *Lock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -100,6 +121,9 @@ func (l *Lock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // unlockSync is a blocking Unlock of any kind of lock: unlock, with the release's replies read by this call's own
 // Get (see syncUnlockOp), which waits for the server's answer whatever held's state.
 func (lo *lockObject) unlockSync(held context.Context, op string) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	u, err := lo.release(held, op, true)
 	if err != nil {
 		return err

@@ -39,6 +39,10 @@ var (
 // releases every lock and reports each failure (errors.Join), after which the held context is cancelled with
 // ErrReleased.
 //
+// Every lock is held by one owner: the acquiring context's (a held context, or an owner pinned with WithOwner),
+// or else one minted for the acquisition. The held context carries it (OwnerOf), IsHeldBy and HoldCount ask every
+// lock about it, and a lock taken with the held context is taken by the same owner.
+//
 // A MultiLock is a cheap value safe for concurrent use; NewMultiLock does no I/O.
 type MultiLock struct{ s *multiSet }
 
@@ -312,13 +316,11 @@ type multiAcq struct {
 
 func (m *MultiLock) acquire(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
 	s := m.s
-	if err := s.check(op); err != nil {
+	ctx, prev, err := s.begin(ctx, op, lease)
+	switch {
+	case err != nil:
 		return future.Completed[context.Context](nil, err)
-	}
-	if lease < 0 || (lease > 0 && lease < MinLease) {
-		return future.Completed[context.Context](nil, &ArgumentError{Op: s.kind + "." + op, Arg: "lease", Value: lease.String(), Reason: "must be at least 1ms, or 0 for the watchdog"})
-	}
-	if prev := s.holdOf(ctx); prev != nil {
+	case prev != nil:
 		return s.reenter(prev, lease)
 	}
 	a := &multiAcq{s: s, ctx: ctx, wait: wait, lease: lease, start: time.Now(), comps: make([]context.Context, len(s.locks))}
@@ -445,8 +447,15 @@ func (s *multiSet) reenter(prev *multiHold, lease time.Duration) *future.Future[
 }
 
 // multiSync waits for an acquisition for a blocking call; when ctx ends first, the acquisition is abandoned and
-// whatever it obtains is released.
-func (s *multiSet) multiSync(ctx context.Context, fut *future.Future[context.Context]) (context.Context, error) {
+// whatever it obtains is released. start starts it, unless the call is made inside a callback (ErrInCallback).
+func (s *multiSet) multiSync(ctx context.Context, start func() *future.Future[context.Context]) (context.Context, error) {
+	if err := inCallback(); err != nil {
+		return nil, err
+	}
+	fut := start()
+	if ctx == nil {
+		return fut.Get(background) // refused: an *ArgumentError
+	}
 	held, err := fut.Get(ctx)
 	if err != nil && ctx.Err() != nil {
 		// Nobody will see what the acquisition obtains, now or when it completes.
@@ -464,10 +473,12 @@ func (s *multiSet) multiSync(ctx context.Context, fut *future.Future[context.Con
 // blocks until all are held or ctx ends (then ctx's error, after releasing those taken). Passing a held context of
 // this MultiLock re-enters every lock. Safe for concurrent use.
 func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
-	return m.s.multiSync(ctx, m.acquire(ctx, "Lock", -1, 0))
+	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "Lock", -1, 0) })
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (m *MultiLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return m.acquire(ctx, "LockAsync", -1, 0)
 }
@@ -478,7 +489,7 @@ func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) (context
 	if err := leaseFormError("MultiLock.LockLease", lease); err != nil {
 		return nil, err
 	}
-	return m.s.multiSync(ctx, m.acquire(ctx, "LockLease", -1, lease))
+	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "LockLease", -1, lease) })
 }
 
 // TryLock takes every lock within wait (0: one attempt each) with lease (0: the watchdog). It returns
@@ -488,10 +499,12 @@ func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (con
 	if err := tryFormError("MultiLock.TryLock", wait); err != nil {
 		return nil, err
 	}
-	return m.s.multiSync(ctx, m.acquire(ctx, "TryLock", wait, lease))
+	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "TryLock", wait, lease) })
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("MultiLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -503,6 +516,9 @@ func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration)
 // ErrNotHeld, a transport error...), each naming its lock; every lock is attempted. ErrNotHeld alone when held is
 // not a held context of this MultiLock. It waits for every answer.
 func (m *MultiLock) Unlock(held context.Context) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	_, err := m.s.unlock(held).Get(background)
 	return err
 }
@@ -510,4 +526,28 @@ func (m *MultiLock) Unlock(held context.Context) error {
 // UnlockAsync is the asynchronous form of Unlock.
 func (m *MultiLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 	return m.s.unlock(held)
+}
+
+// IsHeldBy reports whether the owner held carries holds every lock of the MultiLock on the server (each lock's
+// IsHeldBy). held is a held context of the MultiLock, or any context carrying an owner (OwnerOf); one without an
+// owner holds nothing (false, without I/O). Like Lock.IsHeldBy it is bounded by the transport's response timeout,
+// not by held's cancellation; it returns the locks' errors joined, each naming its lock.
+func (m *MultiLock) IsHeldBy(held context.Context) (bool, error) {
+	return m.IsHeldByAsync(held).Get(background)
+}
+
+// IsHeldByAsync is the asynchronous form of IsHeldBy.
+func (m *MultiLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
+	return m.s.isHeldBy(held, "IsHeldBy")
+}
+
+// HoldCount returns how many times the owner held carries holds the MultiLock: the smallest hold count among its
+// locks (each acquisition of the MultiLock adds one hold to every lock). Bounded like IsHeldBy.
+func (m *MultiLock) HoldCount(held context.Context) (int, error) {
+	return m.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (m *MultiLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return m.s.holdCount(held, "HoldCount")
 }

@@ -47,6 +47,64 @@ const (
 	latchChannelPrefix = "redisson_countdownlatch__channel__"
 )
 
+// The names of the plain lock's queue of waiters, kept beside the lock in its hash slot (lockqueue_scripts.go).
+// They are this package's own (a Redisson client neither reads nor writes them), hence their prefix.
+const (
+	lockQueuePrefix   = "locksmith_lock_queue"    // the queue of waiting entries
+	lockTimeoutPrefix = "locksmith_lock_timeout"  // the entries' deadlines
+	lockGrantPrefix   = "locksmith_lock__channel" // + ":<clientUUID>": a client's grant channel
+)
+
+// Positions in a plain-layout lock's keys (plainKeys): every script of the plain lock takes all five, in this order.
+const (
+	keyLock = iota
+	keyChannel
+	keyQueue
+	keyDeadlines
+	keyGrants
+	numPlainKeys
+)
+
+// plainKeys fills keys with the plain lock's key names for the lock name: the lock, its unlock channel, its queue,
+// the queue's deadlines and the prefix of its grant channels. The names after the lock share one allocation (a
+// handle is often made per call).
+func plainKeys(keys *[numPlainKeys]string, name string) {
+	prefixes := [...]string{lockChannelPrefix, lockQueuePrefix, lockTimeoutPrefix, lockGrantPrefix}
+	braces := !strings.Contains(name, "{")
+	n := 0
+	for _, p := range prefixes {
+		n += len(p) + 1 + len(name)
+		if braces {
+			n += 2
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	ends := [len(prefixes)]int{}
+	for i, p := range prefixes {
+		b.WriteString(p)
+		b.WriteByte(':')
+		if braces {
+			b.WriteByte('{')
+		}
+		b.WriteString(name)
+		if braces {
+			b.WriteByte('}')
+		}
+		ends[i] = b.Len()
+	}
+	all := b.String()
+	keys[keyLock] = name
+	start := 0
+	for i, end := range ends {
+		keys[keyChannel+i] = all[start:end]
+		start = end
+	}
+}
+
+// grantChannel is the grant channel of client id on the lock whose grant-channel prefix is prefix.
+func grantChannel(prefix, id string) string { return prefix + ":" + id }
+
 // channelName returns the unlock channel of a lock (plain, fenced, fair): redisson_lock__channel:{name}.
 func channelName(name string) string { return prefixName(lockChannelPrefix, name) }
 

@@ -1,5 +1,11 @@
 package rlock
 
+import (
+	"context"
+
+	"github.com/locksmith-go/locksmith/future"
+)
+
 // object is what every handle of the package shares — locks, semaphores, latches, rate limiters: its client, its
 // name (its Redis key), and the shard that keeps its local state (held locks, waiter queues), chosen by the name
 // so that a lock's holds and its waiters meet under one mutex. Handles are cheap values; the client keeps the
@@ -19,6 +25,27 @@ func (o *object) check(op string) error {
 	}
 	if o.c.closed.Load() {
 		return ErrClosed
+	}
+	return nil
+}
+
+// client returns the handle's Client (MultiLock and RedLock reach their locks' Clients through it).
+func (o *object) client() *Client { return o.c }
+
+// checkCtx is check for a call bounded by ctx, which must not be nil.
+func (o *object) checkCtx(op string, ctx context.Context) error {
+	if ctx == nil {
+		return nilContextError(op)
+	}
+	return o.check(op)
+}
+
+// inCallback is the first check of a blocking call: inside a future callback or an Observer method it fails with
+// ErrInCallback, before anything is sent, so that the refused call has no effect (future.InCallback: one atomic
+// load while no callback runs).
+func inCallback() error {
+	if future.InCallback() {
+		return ErrInCallback
 	}
 	return nil
 }

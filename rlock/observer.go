@@ -1,10 +1,16 @@
 package rlock
 
-import "time"
+import (
+	"time"
+
+	"github.com/locksmith-go/locksmith/future"
+)
 
 // Observer receives lock events, for metrics. Its methods are called on the goroutine that observed the event —
 // the caller's, the transport's event loop, or the timer's worker — so they must return quickly and never block
-// (count, record a histogram, or hand off). Embed NopObserver in an implementation so that it keeps compiling when
+// (count, record a histogram, or hand off). They run as callbacks (future.RunAsCallback): a blocking call of this
+// package made inside one returns ErrInCallback at once, without sending anything, as does future.Get on a pending
+// future; the Async forms work there. Embed NopObserver in an implementation so that it keeps compiling when
 // methods are added.
 type Observer interface {
 	// Acquired is called when a lock was taken (also by re-entry), before the acquire call returns.
@@ -71,3 +77,18 @@ func (NopObserver) RenewalBatch(RenewalEvent) {}
 func (NopObserver) Lost(LostEvent) {}
 
 var _ Observer = NopObserver{}
+
+// callbackObserver calls an Observer's methods as callbacks (future.RunAsCallback), so that a blocking call inside
+// one fails at once with ErrInCallback instead of stalling the goroutine that reported the event (an event loop,
+// the timer's worker), which may be the one its reply or wake-up depends on.
+type callbackObserver struct{ o Observer }
+
+func (c callbackObserver) Acquired(e AcquiredEvent) { future.RunAsCallback(func() { c.o.Acquired(e) }) }
+
+func (c callbackObserver) Released(e ReleasedEvent) { future.RunAsCallback(func() { c.o.Released(e) }) }
+
+func (c callbackObserver) RenewalBatch(e RenewalEvent) {
+	future.RunAsCallback(func() { c.o.RenewalBatch(e) })
+}
+
+func (c callbackObserver) Lost(e LostEvent) { future.RunAsCallback(func() { c.o.Lost(e) }) }

@@ -18,7 +18,11 @@ type permitCall[T any] struct {
 	spec *permitSpec[T]
 	key  string // the channel it is woken on; "": its bound alone
 	v    T      // the grant of the attempt in flight (one attempt at a time), decoded before settle
+	need int64  // permits the call takes (wakePermits), at least 1
 }
+
+// permits is how many permits the call takes.
+func (pc *permitCall[T]) permits() int64 { return pc.need }
 
 // permitSpec describes the calls of one object.
 type permitSpec[T any] struct {
@@ -35,7 +39,7 @@ type permitSpec[T any] struct {
 func newPermitCall[T any](sh *shard, spec *permitSpec[T], key string, rule wakeRule, need int64,
 	wait time.Duration) *permitCall[T] {
 	pc := &permitCall[T]{spec: spec, key: key}
-	pc.rule, pc.need = rule, int32(min(need, 1<<31-1))
+	pc.rule, pc.need = rule, max(need, 1)
 	pc.init(sh, pc, wait)
 	return pc
 }

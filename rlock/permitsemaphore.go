@@ -68,7 +68,7 @@ func permitRaw(op, id string) (string, error) {
 
 func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permits int, wait, lease time.Duration) (*waiter, *future.Future[[]string]) {
 	fail := func(err error) (*waiter, *future.Future[[]string]) { return nil, future.Completed[[]string](nil, err) }
-	if err := s.check(op); err != nil {
+	if err := s.checkCtx(op, ctx); err != nil {
 		return fail(err)
 	}
 	if permits <= 0 {
@@ -120,6 +120,9 @@ func (s *PermitExpirableSemaphore) giveBack(ids []string) {
 // Acquire takes one permit with lease (0: no lease), waiting as long as ctx allows, and returns its id. It
 // returns ctx's error when ctx ended first (a permit taken in flight is released). Safe for concurrent use.
 func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Duration) (string, error) {
+	if err := inCallback(); err != nil {
+		return "", err
+	}
 	ids, err := s.AcquireN(ctx, 1, lease)
 	if err != nil {
 		return "", err
@@ -129,11 +132,17 @@ func (s *PermitExpirableSemaphore) Acquire(ctx context.Context, lease time.Durat
 
 // AcquireN takes permits permits, each with lease, and returns their ids. It blocks like Acquire.
 func (s *PermitExpirableSemaphore) AcquireN(ctx context.Context, permits int, lease time.Duration) ([]string, error) {
+	if err := inCallback(); err != nil {
+		return nil, err
+	}
 	w, fut := s.acquire(ctx, "PermitExpirableSemaphore.Acquire", permits, -1, lease)
 	return waitSync(ctx, w, fut)
 }
 
 // AcquireAsync is the asynchronous form of AcquireN. It starts no goroutine.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *PermitExpirableSemaphore) AcquireAsync(ctx context.Context, permits int, lease time.Duration) *future.Future[[]string] {
 	_, fut := s.acquire(ctx, "PermitExpirableSemaphore.AcquireAsync", permits, -1, lease)
 	return fut
@@ -143,6 +152,9 @@ func (s *PermitExpirableSemaphore) AcquireAsync(ctx context.Context, permits int
 // id; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first. A permit can become available by a
 // release or by another permit's lease ending; both end the wait.
 func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease time.Duration) (string, error) {
+	if err := inCallback(); err != nil {
+		return "", err
+	}
 	ids, err := s.TryAcquireN(ctx, 1, wait, lease)
 	if err != nil {
 		return "", err
@@ -152,6 +164,9 @@ func (s *PermitExpirableSemaphore) TryAcquire(ctx context.Context, wait, lease t
 
 // TryAcquireN is TryAcquire for several permits, all or none.
 func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int, wait, lease time.Duration) ([]string, error) {
+	if err := inCallback(); err != nil {
+		return nil, err
+	}
 	if err := tryFormError("PermitExpirableSemaphore.TryAcquire", wait); err != nil {
 		return nil, err
 	}
@@ -160,6 +175,9 @@ func (s *PermitExpirableSemaphore) TryAcquireN(ctx context.Context, permits int,
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquireN.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *PermitExpirableSemaphore) TryAcquireAsync(ctx context.Context, permits int, wait, lease time.Duration) *future.Future[[]string] {
 	if err := tryFormError("PermitExpirableSemaphore.TryAcquireAsync", wait); err != nil {
 		return future.Completed[[]string](nil, err)
@@ -173,6 +191,9 @@ func (s *PermitExpirableSemaphore) TryAcquireAsync(ctx context.Context, permits 
 // It is safe to resend (a released id is simply not found again) and blocks until the server answers or ctx
 // ends.
 func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	_, err := s.ReleaseAsync(ctx, ids...).Get(ctx)
 	return err
 }
@@ -180,7 +201,7 @@ func (s *PermitExpirableSemaphore) Release(ctx context.Context, ids ...string) e
 // ReleaseAsync is the asynchronous form of Release.
 func (s *PermitExpirableSemaphore) ReleaseAsync(ctx context.Context, ids ...string) *future.Future[struct{}] {
 	const op = "PermitExpirableSemaphore.Release"
-	if err := s.check(op); err != nil {
+	if err := s.checkCtx(op, ctx); err != nil {
 		return future.Completed(struct{}{}, err)
 	}
 	if len(ids) == 0 {
@@ -211,8 +232,11 @@ func (s *PermitExpirableSemaphore) release(ctx context.Context, raw []string) *f
 // UpdateLease gives the held permit id a new lease counted from now (0: no lease). It returns ErrPermitNotFound
 // when the permit is not held. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, lease time.Duration) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	const op = "PermitExpirableSemaphore.UpdateLease"
-	if err := s.check(op); err != nil {
+	if err := s.checkCtx(op, ctx); err != nil {
 		return err
 	}
 	raw, err := permitRaw(op, id)
@@ -232,7 +256,10 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, l
 // Permits returns the permits available and the permits held, after taking back those whose lease ended. It
 // blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held int64, err error) {
-	if err := s.check("PermitExpirableSemaphore.Permits"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, 0, err
+	}
+	if err := s.checkCtx("PermitExpirableSemaphore.Permits", ctx); err != nil {
 		return 0, 0, err
 	}
 	v, err := s.c.call(ctx, conn.Cmd{Script: pesAvailableScript, Keys: s.keys, Args: []string{s.c.pub}}).Get(ctx)
@@ -248,7 +275,10 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held
 // TrySetPermits sets the number of permits if it was never set, and reports whether it did. permits must not be
 // negative. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
-	if err := s.check("PermitExpirableSemaphore.TrySetPermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	if err := s.checkCtx("PermitExpirableSemaphore.TrySetPermits", ctx); err != nil {
 		return false, err
 	}
 	if permits < 0 {
@@ -261,7 +291,10 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits in
 // AddPermits adds permits (negative: removes them) and returns the number available afterwards. permits must not
 // be zero. It is not resent after an ambiguous transport failure. It blocks until the server answers or ctx ends.
 func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
-	if err := s.check("PermitExpirableSemaphore.AddPermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := s.checkCtx("PermitExpirableSemaphore.AddPermits", ctx); err != nil {
 		return 0, err
 	}
 	if permits == 0 {

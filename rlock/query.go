@@ -23,6 +23,9 @@ const (
 // blocks until the server answers or ctx ends; a transport failure is retried (deleting twice is harmless, but a
 // retried call may then report false). Safe for concurrent use.
 func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	return l.ForceUnlockAsync(ctx).Get(ctx)
 }
 
@@ -79,7 +82,7 @@ func (l *Lock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Du
 // forceUnlock drops this client's holds of the lock (the handle's kind, and for a read-write lock both halves)
 // and runs cmd, a force-unlock script answering 1 when there was a lock.
 func (lo *lockObject) forceUnlock(ctx context.Context, op string, cmd conn.Cmd) *future.Future[bool] {
-	if err := lo.check(op); err != nil {
+	if err := lo.checkCtx(op, ctx); err != nil {
 		return future.Completed(false, err)
 	}
 	kinds := []holdKind{lo.kind}
@@ -95,7 +98,7 @@ func (lo *lockObject) forceUnlock(ctx context.Context, op string, cmd conn.Cmd) 
 
 // isLocked asks whether the lock's key exists.
 func (lo *lockObject) isLocked(ctx context.Context, op string) *future.Future[bool] {
-	if err := lo.check(op); err != nil {
+	if err := lo.checkCtx(op, ctx); err != nil {
 		return future.Completed(false, err)
 	}
 	return future.Then(lo.c.call(ctx, conn.Cmd{Args: []string{"EXISTS", lo.name}}), func(v resp.Value, err error) (bool, error) {
@@ -123,7 +126,7 @@ func (lo *lockObject) holdCount(held context.Context, op string) *future.Future[
 
 // remainTimeToLive asks the lock's PTTL, with TTLNoKey and TTLNoExpiry for the special answers.
 func (lo *lockObject) remainTimeToLive(ctx context.Context, op string) *future.Future[time.Duration] {
-	if err := lo.check(op); err != nil {
+	if err := lo.checkCtx(op, ctx); err != nil {
 		return future.Completed(time.Duration(0), err)
 	}
 	return future.Then(lo.c.call(ctx, conn.Cmd{Args: []string{"PTTL", lo.name}}),

@@ -2,6 +2,7 @@ package rlock
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/timer"
@@ -10,18 +11,19 @@ import (
 // queue is the local FIFO of this client's waiters woken on one channel (a lock's unlock channel, a semaphore's,
 // a latch's; a fair-lock waiter's own), with the channel's pub/sub subscription.
 //
-// For a lock, only the head talks to the server: it attempts again when the channel says the lock was released,
-// when the bound its last refusal returned has passed, or when the subscription was (re)established; waiters
-// behind it send nothing. A new acquirer of an exclusive lock joins the tail instead of barging in front of
-// waiters that came first, and an Unlock of the plain lock by this client hands the lock straight to the head
-// (handoffSrc: one round trip, the lock never free in between). So waiting costs the server one attempt per
-// release at most, and waiters of one client are served in order. Other objects wake more waiters per message
-// (wakeRule), but the head alone keeps a bound on the timer.
+// For the plain and fenced locks the server orders the waiters of every client (lockqueue.go): this queue only
+// finds a waiter when its grant or wake-up arrives on the client's grant channel, and its unlock-channel
+// subscription tells its head when a client that does not queue (a Redisson client) released the lock. For the
+// other objects only the head talks to the server: it attempts again when the channel says the object was
+// released, when the bound its last refusal returned has passed, or when the subscription was (re)established;
+// waiters behind it send nothing. Other objects wake more waiters per message (wakeRule), but the head alone keeps
+// a bound on the timer.
 //
 // A queue exists while it has waiters: the first waiter creates it and subscribes (reference-counted by conn, so a
-// channel has one subscription per client), the last one to leave deletes it and closes the subscription. The
-// waiters of a call without a channel (rate limiters) are kept in their shard's sleepers queue, which has no
-// subscription and never goes away, so that Close finds them.
+// channel has one subscription per client), the last one to leave deletes it and closes the subscription — a lock
+// queue after lingering for queueLinger, in case a waiter comes back. The waiters of a call without a channel (rate
+// limiters) are kept in their shard's sleepers queue, which has no subscription and never goes away, so that Close
+// finds them.
 //
 // All fields are guarded by the shard mutex of the object's name.
 type queue struct {
@@ -34,17 +36,24 @@ type queue struct {
 	n          int
 
 	sub        *conn.Subscription // nil until confirmed (or when subscribing failed)
-	subscribed bool               // the subscription was confirmed, or failed and waiters rely on their bounds
+	subscribed bool               // the subscriptions were confirmed, or failed and waiters rely on their bounds
 	dead       bool               // removed from the shard: a late subscription is closed at once
 
-	// chain counts consecutive hand-offs. After handoffBurst of them the lock is released the ordinary way
-	// (deleted and published), so waiters of other processes, which only learn of releases from the channel,
-	// get their chance instead of watching this client pass the lock around forever.
-	chain int
+	// A lock queue's (plain and fenced locks) second subscription: this client's grant channel of the lock.
+	grantKey   string             // "" for other objects
+	grantSub   *conn.Subscription // nil until confirmed
+	subsToGo   int8               // subscriptions not confirmed yet
+	linger     *timer.Timeout     // while the queue is empty and lingering
+	pending    map[uint64]pendingMessage
+	pendingOld time.Duration // when pending was last swept
 }
 
-// handoffBurst is the most consecutive local hand-offs of one lock before an ordinary release.
-const handoffBurst = 32
+// pendingMessage is a grant message or a wake-up that arrived for a waiter this client did not know yet: its
+// first refusal was still on the way. It is taken when the waiter joins (takePendingLocked).
+type pendingMessage struct {
+	granted bool
+	at      time.Duration
+}
 
 // wakeRule says whom a message on a channel wakes. Whatever the rule, a waiter woken while its attempt is in
 // flight attempts again when the attempt is refused, and the news that the channel was subscribed again after a
@@ -71,8 +80,14 @@ func (c *Client) joinLocked(w *waiter) (q *queue, subscribe bool) {
 		q = sh.sleepers
 	} else if q = sh.queues[key]; q == nil {
 		q = &queue{c: c, sh: sh, key: key, rule: w.rule}
+		if w.serverQueue {
+			q.grantKey = grantChannel(w.call.(*lockCall).lo.keys[keyGrants], c.id)
+		}
 		sh.queues[key] = q
 		subscribe = true
+	} else if q.linger != nil {
+		q.linger.Cancel()
+		q.linger = nil
 	}
 	w.q = q
 	w.prev, w.next = q.tail, nil
@@ -87,7 +102,8 @@ func (c *Client) joinLocked(w *waiter) (q *queue, subscribe bool) {
 }
 
 // leaveLocked unlinks w from its queue. It returns the queue when it is now empty and dead (the caller closes its
-// subscription after releasing the shard mutex), and whether w was the head.
+// subscription after releasing the shard mutex), and whether w was the head. A lock queue that empties lingers
+// instead (queueLinger): it dies when its timer runs and nobody came back.
 func (q *queue) leaveLocked(w *waiter) (empty *queue, wasHead bool) {
 	wasHead = q.head == w
 	if w.prev != nil {
@@ -103,13 +119,64 @@ func (q *queue) leaveLocked(w *waiter) (empty *queue, wasHead bool) {
 	w.prev, w.next, w.q = nil, nil, nil
 	q.n--
 	if q.n == 0 && q.key != "" {
-		q.dead = true
-		if q.sh.queues[q.key] == q {
-			delete(q.sh.queues, q.key)
+		if q.grantKey != "" && q.linger == nil {
+			if tm, err := q.c.timer.NewTimeout(q, queueLinger); err == nil {
+				q.linger = tm
+				return nil, wasHead
+			}
 		}
+		q.killLocked()
 		return q, wasHead
 	}
 	return nil, wasHead
+}
+
+// killLocked removes q from its shard: a late subscription or message finds it dead.
+func (q *queue) killLocked() {
+	q.dead = true
+	if q.linger != nil {
+		q.linger.Cancel()
+		q.linger = nil
+	}
+	if q.sh.queues[q.key] == q {
+		delete(q.sh.queues, q.key)
+	}
+}
+
+// Run is a lingering lock queue's timer: nobody came back, so it dies and its subscriptions close. It runs on the
+// timer's worker.
+func (q *queue) Run(t *timer.Timeout) {
+	q.sh.mu.Lock()
+	if q.linger != t || q.n != 0 || q.dead {
+		q.sh.mu.Unlock()
+		return
+	}
+	q.linger = nil
+	q.killLocked()
+	q.sh.mu.Unlock()
+	q.closeSubscription()
+}
+
+// takePendingLocked takes a message that arrived for w before it joined (see pendingMessage), if any, and sweeps
+// messages nobody took for a liveness window (their waiters left). Called with the shard mutex.
+func (q *queue) takePendingLocked(w *waiter) (granted, found bool) {
+	if len(q.pending) == 0 {
+		return false, false
+	}
+	nonce := w.call.(*lockCall).nonce()
+	m, found := q.pending[nonce]
+	if found {
+		delete(q.pending, nonce)
+	}
+	if now := q.c.now(); now-q.pendingOld > queueLiveness {
+		for k, m := range q.pending {
+			if now-m.at > queueLiveness {
+				delete(q.pending, k)
+			}
+		}
+		q.pendingOld = now
+	}
+	return m.granted, found
 }
 
 // closeLocked empties q for Close: its waiters are marked done (a reply still in flight for one finds it done, and
@@ -125,27 +192,11 @@ func (q *queue) closeLocked(ws []*waiter) []*waiter {
 		w = next
 	}
 	q.head, q.tail, q.n = nil, nil, 0
+	if q.linger != nil {
+		q.linger.Cancel()
+		q.linger = nil
+	}
 	return ws
-}
-
-// takeForHandoffLocked returns the head waiter to hand the plain lock to, marked wGranting, or nil when the
-// release should be an ordinary one: no idle head that takes a hand-off (a fenced lock's waiter needs its token
-// from its own script), or the burst of hand-offs is used up.
-func (q *queue) takeForHandoffLocked() *lockCall {
-	w := q.head
-	if w == nil || w.state != wIdle || !w.handoff {
-		return nil
-	}
-	if q.chain >= handoffBurst {
-		q.chain = 0
-		return nil
-	}
-	q.chain++
-	w.state = wGranting
-	w.again = false
-	w.sentAt = q.c.now()
-	w.armLocked(0) // its deadline only, while the hand-off is in flight
-	return w.call.(*lockCall)
 }
 
 // wakeLocked wakes waiters by the queue's rule after a message with payload (resubscribed: the subscription was
@@ -155,6 +206,8 @@ func (q *queue) takeForHandoffLocked() *lockCall {
 func (q *queue) wakeLocked(payload string, resubscribed bool) (one *waiter, more []*waiter) {
 	budget := int64(-1) // -1: everyone; -2: the head; otherwise the permits to share out
 	switch {
+	case resubscribed && q.grantKey != "":
+		// Grant messages may have been missed: every waiter looks (and claims a grant it finds).
 	case q.rule == wakeOne:
 		budget = -2
 	case resubscribed:
@@ -167,10 +220,11 @@ func (q *queue) wakeLocked(payload string, resubscribed bool) (one *waiter, more
 	}
 	for w := q.head; w != nil; w = w.next {
 		if budget >= 0 {
-			if budget < int64(w.need) {
+			need := w.call.permits()
+			if budget < need {
 				break // queue order is kept: a waiter the permits do not cover stops the wake-up
 			}
-			budget -= int64(w.need)
+			budget -= need
 		}
 		switch {
 		case w.state == wIdle && q.subscribed:
@@ -181,7 +235,7 @@ func (q *queue) wakeLocked(payload string, resubscribed bool) (one *waiter, more
 			} else {
 				more = append(more, w)
 			}
-		case w.state == wIdle || w.state == wAttempting || w.state == wGranting:
+		case w.state == wIdle || w.state == wAttempting:
 			// Before the subscription is confirmed, the confirmation wakes it; an attempt in flight attempts again.
 			w.again = true
 		}
@@ -202,12 +256,27 @@ func wake(one *waiter, more []*waiter) {
 	}
 }
 
-// subscribe subscribes q to its channel. Until the subscription is confirmed the head does not attempt again (it
-// would miss a release published in between: Redisson #1763); once it is, waiters are woken as after a
-// resubscription. If the subscription fails (the pub/sub connection is down), waiters rely on their bounds
-// meanwhile, and the subscription is tried again after RetryDelay for as long as the queue has waiters.
+// subscribe subscribes q to its channel (and a lock queue to its grant channel too). Until every subscription is
+// confirmed the head does not attempt again (it would miss a release published in between: Redisson #1763); once
+// they are, waiters are woken as after a resubscription. If subscribing fails (the pub/sub connection is down),
+// waiters rely on their bounds meanwhile, and the subscription is tried again after RetryDelay for as long as the
+// queue lives.
 func (c *Client) subscribe(q *queue) {
-	c.conn.Subscribe(q.key, q.onMessage).OnComplete(func(s *conn.Subscription, err error) {
+	q.sh.mu.Lock()
+	q.subsToGo = 1
+	if q.grantKey != "" {
+		q.subsToGo = 2
+	}
+	q.sh.mu.Unlock()
+	c.subscribeOne(q, q.key, q.onMessage, &q.sub)
+	if q.grantKey != "" {
+		c.subscribeOne(q, q.grantKey, q.onGrantMessage, &q.grantSub)
+	}
+}
+
+// subscribeOne subscribes q to one of its channels; sub is q's field for it (guarded by the shard mutex).
+func (c *Client) subscribeOne(q *queue, key string, handler func(conn.Message), sub **conn.Subscription) {
+	c.conn.Subscribe(key, handler).OnComplete(func(s *conn.Subscription, err error) {
 		q.sh.mu.Lock()
 		if q.dead {
 			q.sh.mu.Unlock()
@@ -216,22 +285,29 @@ func (c *Client) subscribe(q *queue) {
 			}
 			return
 		}
-		q.sub = s
-		q.subscribed = true
-		one, more := q.wakeLocked("", true)
+		*sub = s
+		var one *waiter
+		var more []*waiter
+		if q.subsToGo--; q.subsToGo <= 0 {
+			q.subscribed = true
+			one, more = q.wakeLocked("", true)
+		}
 		q.sh.mu.Unlock()
 		wake(one, more)
 		if err == nil || c.closed.Load() {
 			return
 		}
 		c.log.Warn("rlock: cannot subscribe to the channel; waiters retry at their bounds until it works",
-			"channel", q.key, "err", err)
+			"channel", key, "err", err)
 		c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) {
 			q.sh.mu.Lock()
-			retry := !q.dead && q.sub == nil
+			retry := !q.dead && *sub == nil
+			if retry {
+				q.subsToGo++
+			}
 			q.sh.mu.Unlock()
 			if retry {
-				c.subscribe(q)
+				c.subscribeOne(q, key, handler, sub)
 			}
 		}), c.cfg.RetryDelay)
 	})
@@ -254,10 +330,13 @@ func (q *queue) onMessage(m conn.Message) {
 // is read under it.
 func (q *queue) closeSubscription() {
 	q.sh.mu.Lock()
-	s := q.sub
-	q.sub = nil
+	s, g := q.sub, q.grantSub
+	q.sub, q.grantSub = nil, nil
 	q.sh.mu.Unlock()
 	if s != nil {
 		s.Close()
+	}
+	if g != nil {
+		g.Close()
 	}
 }

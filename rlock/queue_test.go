@@ -11,7 +11,10 @@ import (
 // The wake rules of the waiting engine, on queues built by hand: which waiters a message sets attempting.
 
 // stubCall records attempts instead of sending them.
-type stubCall struct{ sends int }
+type stubCall struct {
+	sends int
+	need  int64
+}
 
 func (s *stubCall) channel() string                    { return "ch" }
 func (s *stubCall) send()                              { s.sends++ }
@@ -22,6 +25,7 @@ func (s *stubCall) undo(outcome)                       {}
 func (s *stubCall) giveBackResult()                    {}
 func (s *stubCall) left()                              {}
 func (s *stubCall) lostInFlight()                      {}
+func (s *stubCall) permits() int64                     { return max(s.need, 1) }
 
 // testQueue builds a subscribed queue of waiters needing the given permits, all idle except those marked busy
 // (an attempt in flight).
@@ -30,8 +34,8 @@ func testQueue(rule wakeRule, needs []int64, busy map[int]bool) (*queue, []*wait
 	sh := &shard{c: c, queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
 	ws := make([]*waiter, len(needs))
 	for i, n := range needs {
-		w := &waiter{sh: sh, rule: rule, need: int32(n), state: wIdle}
-		w.call = &stubCall{}
+		w := &waiter{sh: sh, rule: rule, state: wIdle}
+		w.call = &stubCall{need: n}
 		if busy[i] {
 			w.state = wAttempting
 		}
@@ -174,7 +178,7 @@ func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
 	var ws []*lockCall
 	for i := range 2 {
 		lc := &lockCall{lo: lo, lease: time.Second}
-		lc.waiter = waiter{sh: sh, call: lc, rule: wakeOne, need: 1, exclusive: true, state: wIdle}
+		lc.waiter = waiter{sh: sh, call: lc, rule: wakeOne, exclusive: true, state: wIdle}
 		if i == 0 {
 			lc.state = wAttempting
 		}

@@ -78,7 +78,10 @@ func (cfg RateConfig) args() []string {
 // TrySetRate stores cfg if the limiter has no rate yet and reports whether it did. It blocks until the server
 // answers or ctx ends.
 func (r *RateLimiter) TrySetRate(ctx context.Context, cfg RateConfig) (bool, error) {
-	if err := r.check("RateLimiter.TrySetRate"); err != nil {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	if err := r.checkCtx("RateLimiter.TrySetRate", ctx); err != nil {
 		return false, err
 	}
 	if err := cfg.check("RateLimiter.TrySetRate"); err != nil {
@@ -91,7 +94,10 @@ func (r *RateLimiter) TrySetRate(ctx context.Context, cfg RateConfig) (bool, err
 // SetRate stores cfg, replacing any rate, and starts a fresh window. It blocks until the server answers or ctx
 // ends.
 func (r *RateLimiter) SetRate(ctx context.Context, cfg RateConfig) error {
-	if err := r.check("RateLimiter.SetRate"); err != nil {
+	if err := inCallback(); err != nil {
+		return err
+	}
+	if err := r.checkCtx("RateLimiter.SetRate", ctx); err != nil {
 		return err
 	}
 	if err := cfg.check("RateLimiter.SetRate"); err != nil {
@@ -103,7 +109,10 @@ func (r *RateLimiter) SetRate(ctx context.Context, cfg RateConfig) error {
 
 // Config returns the stored configuration, or ErrRateNotSet. It blocks until the server answers or ctx ends.
 func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
-	if err := r.check("RateLimiter.Config"); err != nil {
+	if err := inCallback(); err != nil {
+		return RateConfig{}, err
+	}
+	if err := r.checkCtx("RateLimiter.Config", ctx); err != nil {
 		return RateConfig{}, err
 	}
 	v, err := r.c.call(ctx, conn.Cmd{Args: []string{"HGETALL", r.name}}).Get(ctx)
@@ -125,7 +134,10 @@ func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
 // AvailablePermits returns the permits left in the current window (for this client with RatePerClient). It blocks
 // until the server answers or ctx ends.
 func (r *RateLimiter) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := r.check("RateLimiter.AvailablePermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := r.checkCtx("RateLimiter.AvailablePermits", ctx); err != nil {
 		return 0, err
 	}
 	n, err := intReply(r.c.call(ctx, conn.Cmd{Script: rlAvailableScript, Keys: r.keys}).Get(ctx))
@@ -150,7 +162,7 @@ func rlPermitsArg(op string, permits int64) error {
 }
 
 func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration) (*waiter, *future.Future[struct{}]) {
-	if err := r.check(op); err != nil {
+	if err := r.checkCtx(op, ctx); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	if err := rlPermitsArg(op, permits); err != nil {
@@ -183,6 +195,9 @@ func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wai
 // script says they come back too late), and returns ctx's error when ctx ended first. Permits granted to a call
 // abandoned in flight are consumed (a sliding window cannot give permits back).
 func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	if err := tryFormError("RateLimiter.TryAcquire", wait); err != nil {
 		return false, err
 	}
@@ -191,6 +206,8 @@ func (r *RateLimiter) TryAcquire(ctx context.Context, permits int64, wait time.D
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
 	if err := tryFormError("RateLimiter.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
@@ -201,12 +218,17 @@ func (r *RateLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait t
 
 // Acquire takes permits, waiting as long as ctx allows. Safe for concurrent use.
 func (r *RateLimiter) Acquire(ctx context.Context, permits int64) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	w, fut := r.acquire(ctx, "RateLimiter.Acquire", permits, -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
 }
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.Future[struct{}] {
 	_, fut := r.acquire(ctx, "RateLimiter.AcquireAsync", permits, -1)
 	return fut
@@ -230,8 +252,8 @@ func (c *Client) FixedWindowLimiter(key string, limit int64, window time.Duratio
 	return &FixedWindowLimiter{object: c.newObject(key), limit: limit, window: window}
 }
 
-func (l *FixedWindowLimiter) validate(op string, permits int64) error {
-	if err := l.check(op); err != nil {
+func (l *FixedWindowLimiter) validate(ctx context.Context, op string, permits int64) error {
+	if err := l.checkCtx(op, ctx); err != nil {
 		return err
 	}
 	switch {
@@ -248,7 +270,7 @@ func (l *FixedWindowLimiter) validate(op string, permits int64) error {
 }
 
 func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int64, wait time.Duration) (*waiter, *future.Future[struct{}]) {
-	if err := l.validate(op, permits); err != nil {
+	if err := l.validate(ctx, op, permits); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	args := []string{strconv.FormatInt(permits, 10), millis(l.window), strconv.FormatInt(l.limit, 10)}
@@ -271,6 +293,9 @@ func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int
 // TryAcquire takes permits if the window allows them now or within wait (0: one attempt). It reports false when
 // it cannot, and returns ctx's error when ctx ended first; ErrRateExceeded when permits exceed the limit.
 func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait time.Duration) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	if err := tryFormError("FixedWindowLimiter.TryAcquire", wait); err != nil {
 		return false, err
 	}
@@ -279,6 +304,8 @@ func (l *FixedWindowLimiter) TryAcquire(ctx context.Context, permits int64, wait
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64, wait time.Duration) *future.Future[bool] {
 	if err := tryFormError("FixedWindowLimiter.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
@@ -289,12 +316,17 @@ func (l *FixedWindowLimiter) TryAcquireAsync(ctx context.Context, permits int64,
 
 // Acquire takes permits, waiting for later windows as long as ctx allows.
 func (l *FixedWindowLimiter) Acquire(ctx context.Context, permits int64) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	w, fut := l.acquire(ctx, "FixedWindowLimiter.Acquire", permits, -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
 }
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on. To abandon it, cancel
+// ctx (permits granted in flight are consumed: a rate limiter cannot give them back).
 func (l *FixedWindowLimiter) AcquireAsync(ctx context.Context, permits int64) *future.Future[struct{}] {
 	_, fut := l.acquire(ctx, "FixedWindowLimiter.AcquireAsync", permits, -1)
 	return fut
@@ -302,7 +334,10 @@ func (l *FixedWindowLimiter) AcquireAsync(ctx context.Context, permits int64) *f
 
 // Available returns the permits left in the current window. It blocks until the server answers or ctx ends.
 func (l *FixedWindowLimiter) Available(ctx context.Context) (int64, error) {
-	if err := l.validate("FixedWindowLimiter.Available", 1); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := l.validate(ctx, "FixedWindowLimiter.Available", 1); err != nil {
 		return 0, err
 	}
 	used, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.name}}).Get(ctx))

@@ -23,6 +23,9 @@ import (
 // master's error: with 2 of 5 masters down it still works, with 3 down it fails fast. Unlock releases every master
 // and reports each failure.
 //
+// As for a MultiLock, every lock is held by one owner, which the held context carries (OwnerOf); IsHeldBy and
+// HoldCount count a majority of the masters.
+//
 // A RedLock is a cheap value safe for concurrent use; NewRedLock does no I/O.
 type RedLock struct{ s *multiSet }
 
@@ -63,13 +66,11 @@ type redRound struct {
 
 func (r *RedLock) acquire(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
 	s := r.s
-	if err := s.check(op); err != nil {
+	ctx, prev, err := s.begin(ctx, op, lease)
+	switch {
+	case err != nil:
 		return future.Completed[context.Context](nil, err)
-	}
-	if lease < 0 || (lease > 0 && lease < MinLease) {
-		return future.Completed[context.Context](nil, &ArgumentError{Op: "RedLock." + op, Arg: "lease", Value: lease.String(), Reason: "must be at least 1ms, or 0 for the watchdog"})
-	}
-	if prev := s.holdOf(ctx); prev != nil {
+	case prev != nil:
 		return s.reenter(prev, lease)
 	}
 	a := &redAcq{s: s, ctx: ctx, wait: wait, lease: lease}
@@ -203,10 +204,12 @@ func (a *redAcq) retryOrFail() {
 // the held context. It returns a *QuorumError at once when too many masters fail with errors, ctx's error when ctx
 // ended. Passing a held context of this RedLock re-enters the held locks. Safe for concurrent use.
 func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
-	return r.s.multiSync(ctx, r.acquire(ctx, "Lock", -1, 0))
+	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "Lock", -1, 0) })
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *RedLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return r.acquire(ctx, "LockAsync", -1, 0)
 }
@@ -217,7 +220,7 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) (context.C
 	if err := leaseFormError("RedLock.LockLease", lease); err != nil {
 		return nil, err
 	}
-	return r.s.multiSync(ctx, r.acquire(ctx, "LockLease", -1, lease))
+	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "LockLease", -1, lease) })
 }
 
 // TryLock takes a majority within wait (0: one round of single attempts) with lease (0: the watchdogs). It returns
@@ -227,10 +230,12 @@ func (r *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (conte
 	if err := tryFormError("RedLock.TryLock", wait); err != nil {
 		return nil, err
 	}
-	return r.s.multiSync(ctx, r.acquire(ctx, "TryLock", wait, lease))
+	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "TryLock", wait, lease) })
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("RedLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -241,9 +246,36 @@ func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *
 // Unlock releases every held lock in parallel and returns the failures joined, each naming its lock (a master that
 // is down reports its transport error; the others are released all the same). It waits for every answer.
 func (r *RedLock) Unlock(held context.Context) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	_, err := r.s.unlock(held).Get(background)
 	return err
 }
 
 // UnlockAsync is the asynchronous form of Unlock.
 func (r *RedLock) UnlockAsync(held context.Context) *future.Future[struct{}] { return r.s.unlock(held) }
+
+// IsHeldBy reports whether the owner held carries holds a majority of the RedLock's locks on the server. held is a
+// held context of the RedLock, or any context carrying an owner (OwnerOf); one without an owner holds nothing
+// (false, without I/O). A master that cannot be asked counts as not held; the errors are returned, joined, when a
+// majority could not be asked. Bounded by the transport's response timeout, not by held's cancellation.
+func (r *RedLock) IsHeldBy(held context.Context) (bool, error) {
+	return r.IsHeldByAsync(held).Get(background)
+}
+
+// IsHeldByAsync is the asynchronous form of IsHeldBy.
+func (r *RedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
+	return r.s.isHeldBy(held, "IsHeldBy")
+}
+
+// HoldCount returns how many times the owner held carries holds the RedLock: the hold count that a majority of its
+// locks reach. Bounded like IsHeldBy.
+func (r *RedLock) HoldCount(held context.Context) (int, error) {
+	return r.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (r *RedLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return r.s.holdCount(held, "HoldCount")
+}

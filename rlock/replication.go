@@ -32,7 +32,8 @@ func (lc *lockCall) sendSynced() {
 	c := lc.sh.c
 	var cmd conn.Cmd
 	if lc.lo.rules == nil {
-		cmd = conn.Cmd{Script: acquireScript, Keys: lc.lo.keys[:1], Args: []string{lc.leaseArg(), lc.owner}}
+		cmd = conn.Cmd{Script: acquireScript, Keys: lc.lo.keys, Args: []string{lc.leaseArg(), lc.owner, lc.entryArg(),
+			queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub}}
 	} else {
 		s, keys, args := lc.lo.rules.attempt(lc)
 		cmd = conn.Cmd{Script: s, Keys: keys, Args: args}
@@ -48,11 +49,11 @@ func (lc *lockCall) onSyncedReply(r conn.WaitResult, err error) {
 	var o outcome
 	switch {
 	case lc.lo.rules != nil:
-		o = lc.lo.rules.decode(r.Reply, err)
+		o = lc.queuedOutcome(lc.lo.rules.decode(r.Reply, err), r.Reply)
 	case err != nil:
 		o = outcome{err: err}
 	default:
-		o = parseAcquire(r.Reply)
+		o = lc.queuedOutcome(parseAcquire(r.Reply), r.Reply)
 	}
 	if o.granted {
 		switch {

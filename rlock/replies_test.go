@@ -35,13 +35,6 @@ func TestParseAcquire(t *testing.T) {
 			t.Errorf("%s parsed as %+v", name, o)
 		}
 	}
-	if o := handoffGrant(resp.Value{Type: resp.BulkString, Null: true}, 3*time.Second); o.granted || o.err != nil ||
-		o.bound != 3*time.Second {
-		t.Errorf("a hand-off that did not grant: %+v, want a refusal bounded by the lease", o)
-	}
-	if o := handoffGrant(resp.Value{Type: resp.BulkString, Str: "1"}, time.Second); !o.granted || !o.handoff {
-		t.Errorf("a hand-off's grant: %+v", o)
-	}
 }
 
 func TestDecodeFencedAcceptsOnlyTwoPositiveIntegers(t *testing.T) {

@@ -60,6 +60,9 @@ func (rw *ReadWriteLock) WriteLock() *WriteLock { return &rw.write }
 // was a lock. This client's read and write holds end with cause ErrLockLost. It blocks until the server answers or
 // ctx ends.
 func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	w := &rw.write
 	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub}}).Get(ctx)
@@ -68,7 +71,7 @@ func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
 func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) {
 	w := &rw.write
-	if err := w.check("ReadWriteLock.Mode"); err != nil {
+	if err := w.checkCtx("ReadWriteLock.Mode", ctx); err != nil {
 		return "", err
 	}
 	v, err := w.c.call(ctx, conn.Cmd{Args: []string{"HGET", w.name, "mode"}}).Get(ctx)
@@ -123,6 +126,8 @@ func (r *ReadLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return r.lockAsync(ctx, "ReadLock.LockAsync", -1, 0)
 }
@@ -137,6 +142,8 @@ func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("ReadLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -154,6 +161,8 @@ func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (cont
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("ReadLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -177,6 +186,44 @@ func (r *ReadLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // transport's response timeout, not by held's cancellation.
 func (r *ReadLock) HoldCount(held context.Context) (int, error) {
 	return r.holdCount(held, "ReadLock.HoldCount").Get(background)
+}
+
+// IsLocked reports whether the lock is held in read mode (by any reader), as Redisson's read lock's isLocked. It
+// blocks until the server answers or ctx ends.
+func (r *ReadLock) IsLocked(ctx context.Context) (bool, error) {
+	return r.IsLockedAsync(ctx).Get(ctx)
+}
+
+// IsLockedAsync is the asynchronous form of IsLocked.
+func (r *ReadLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
+	return r.rw.modeIs(ctx, "ReadLock.IsLocked", "read")
+}
+
+// RemainTimeToLive returns how long the lock still lasts (its longest hold, read or write: the halves share one
+// key), TTLNoKey when it is free. It blocks until the server answers or ctx ends.
+func (r *ReadLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
+	return r.RemainTimeToLiveAsync(ctx).Get(ctx)
+}
+
+// RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
+func (r *ReadLock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Duration] {
+	return r.remainTimeToLive(ctx, "ReadLock.RemainTimeToLive")
+}
+
+// ForceUnlock deletes the lock when it is in read mode, whatever readers hold it (their read holds' keys too), and
+// wakes every waiter; it reports whether it did. A lock in write mode is left alone (its writer's read holds too):
+// that is WriteLock.ForceUnlock's. This client's read holds of it end with cause ErrLockLost. It blocks until the
+// server answers or ctx ends; a transport failure is retried.
+func (r *ReadLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	return r.ForceUnlockAsync(ctx).Get(ctx)
+}
+
+// ForceUnlockAsync is the asynchronous form of ForceUnlock.
+func (r *ReadLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
+	return r.rw.forceMode(ctx, "ReadLock.ForceUnlock", "read")
 }
 
 // Write half.
@@ -216,6 +263,8 @@ func (wl *WriteLock) Lock(ctx context.Context) (context.Context, error) {
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
 	return wl.lockAsync(ctx, "WriteLock.LockAsync", -1, 0)
 }
@@ -229,6 +278,8 @@ func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (contex
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
 	if err := leaseFormError("WriteLock.LockLeaseAsync", lease); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -246,6 +297,8 @@ func (wl *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (co
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
+// Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
+// ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	if err := tryFormError("WriteLock.TryLockAsync", wait); err != nil {
 		return future.Completed[context.Context](nil, err)
@@ -267,8 +320,65 @@ func (wl *WriteLock) UnlockAsync(held context.Context) *future.Future[struct{}] 
 
 // IsLocked reports whether a writer holds the lock. It blocks until the server answers or ctx ends.
 func (wl *WriteLock) IsLocked(ctx context.Context) (bool, error) {
-	m, err := wl.rw.Mode(ctx)
-	return m == "write", err
+	return wl.rw.modeIs(ctx, "WriteLock.IsLocked", "write").Get(ctx)
+}
+
+// ForceUnlock deletes the lock when it is in write mode, whoever holds it (the writer's read holds go with it), and
+// wakes every waiter; it reports whether it did. A lock in read mode is left alone: other owners' read holds are
+// not the write lock's to end (Redisson's read-write force-unlock semantics). This client's holds of it end with
+// cause ErrLockLost. It blocks until the server answers or ctx ends; a transport failure is retried.
+func (wl *WriteLock) ForceUnlock(ctx context.Context) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	return wl.ForceUnlockAsync(ctx).Get(ctx)
+}
+
+// ForceUnlockAsync is the asynchronous form of ForceUnlock.
+func (wl *WriteLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
+	return wl.rw.forceMode(ctx, "WriteLock.ForceUnlock", "write")
+}
+
+// modeIs asks whether the lock is in mode ("read" or "write").
+func (rw *ReadWriteLock) modeIs(ctx context.Context, op, mode string) *future.Future[bool] {
+	w := &rw.write
+	if err := w.checkCtx(op, ctx); err != nil {
+		return future.Completed(false, err)
+	}
+	return future.Then(w.c.call(ctx, conn.Cmd{Args: []string{"HGET", w.name, "mode"}}),
+		func(v resp.Value, err error) (bool, error) {
+			if err != nil {
+				return false, err
+			}
+			s, err := v.AsString()
+			if errors.Is(err, resp.ErrNil) {
+				return false, nil
+			}
+			return s == mode, err
+		})
+}
+
+// forceMode deletes the lock if it is in mode ("read" or "write"), with its read holds' keys, and then drops this
+// client's holds that went with it: every hold of the lock for the write mode (the writer's read holds included),
+// the read holds for the read mode. It is safe to resend (a second run finds the lock gone).
+func (rw *ReadWriteLock) forceMode(ctx context.Context, op, mode string) *future.Future[bool] {
+	w := &rw.write
+	if err := w.checkCtx(op, ctx); err != nil {
+		return future.Completed(false, err)
+	}
+	kinds := []holdKind{kindRead}
+	if mode == "write" {
+		kinds = append(kinds, kindWrite)
+	}
+	cmd := conn.Cmd{Script: rwForceUnlockScript, Keys: []string{w.name, rw.ch, hashTag(w.name)},
+		Args: []string{mode, rwWriteUnlockMessage, w.c.pub}}
+	return future.Then(w.c.call(ctx, cmd), func(v resp.Value, err error) (bool, error) {
+		n, err := intReply(v, err)
+		if n == 1 {
+			w.c.dropAll(w.sh, w.name, kinds...)
+		}
+		return n == 1, err
+	})
 }
 
 // HoldCount returns how many write holds the owner held carries has (0 when none). It is bounded by the

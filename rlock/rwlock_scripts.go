@@ -186,6 +186,33 @@ for i = 1, #KEYS do
 end
 return table.concat(r)`
 
+// rwForceUnlockSrc deletes the lock, whoever holds it, when it is in the given mode, with the read holds' keys,
+// and wakes every waiter: the force unlock of one half (Redisson's RedissonReadLock/RedissonWriteLock
+// forceUnlock). Forcing the write lock leaves a lock in read mode alone, and the other way round (Redisson's
+// read-write force-unlock test). Redisson finds the read holds' keys with KEYS, which scans the whole keyspace and
+// cannot run on a cluster; here they are named from the hash: owner f's holds are KEYS[3]:f:rwlock_timeout:1..n.
+//
+//	KEYS[1] lock name
+//	KEYS[2] channel redisson_rwlock:{name}
+//	KEYS[3] the hold-key prefix of every owner: {name}
+//	ARGV[1] the mode to force: "read" or "write"
+//	ARGV[2] message ("1")
+//	last ARGV: the publish command (publishLua)
+//
+// Reply: 1 = the lock was in that mode and is deleted; 0 = it was not (free, or in the other mode): nothing changed.
+const rwForceUnlockSrc = publishLua + `if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then return 0 end
+for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
+  local n = tonumber(redis.call('hget', KEYS[1], f))
+  if n and string.sub(f, -6) ~= ':write' then
+    for i = 1, n do
+      redis.call('del', KEYS[3] .. ':' .. f .. ':rwlock_timeout:' .. i)
+    end
+  end
+end
+redis.call('del', KEYS[1])
+redis.call(publish, KEYS[2], ARGV[2])
+return 1`
+
 // rwWriteUnlockMessage is what a write unlock (and a force unlock) publishes on the lock's channel: every waiter
 // may try, any number of readers may enter. A read unlock publishes unlockMessage ("0"), which wakes one.
 const rwWriteUnlockMessage = "1"
@@ -196,4 +223,5 @@ var (
 	rwReadReleaseScript  = conn.NewScript(rwReadReleaseSrc)
 	rwWriteReleaseScript = conn.NewScript(rwWriteReleaseSrc)
 	rwRenewScript        = conn.NewScript(rwRenewSrc)
+	rwForceUnlockScript  = conn.NewScript(rwForceUnlockSrc)
 )

@@ -25,17 +25,32 @@ type Script struct {
 
 // Names of the plain lock's scripts, the two every Lock and Unlock runs (one EVALSHA each).
 const (
-	// ScriptLockAcquire creates or re-enters a lock. KEYS: lock name. ARGV: lease in milliseconds, owner
-	// (<clientUUID>:<ownerID>). Reply: a bulk string with the owner's new hold count when granted, else the
-	// integer PTTL of the holder's lease.
+	// ScriptLockAcquire creates or re-enters a lock, or queues the caller behind the waiters of every client.
+	// KEYS: lock name, unlock channel (redisson_lock__channel:{name}), queue (locksmith_lock_queue:{name}),
+	// deadlines (locksmith_lock_timeout:{name}), grant-channel prefix (locksmith_lock__channel:{name}). ARGV: lease
+	// in milliseconds, owner (<clientUUID>:<ownerID>), queue entry kind and lease ("" for a try, never queued:
+	// what a caller outside the package sends), the entry's liveness window in milliseconds, claim flag ("0"),
+	// nonce (""), publish command. Reply: a bulk string with the owner's hold count when granted, else an integer:
+	// the PTTL of the holder's lease (or -3: queued behind another waiter).
 	ScriptLockAcquire = "lock.acquire"
-	// ScriptLockRelease releases one hold. KEYS: lock name, unlock channel (redisson_lock__channel:{name}).
-	// ARGV: owner, expected hold count (the Client sends the count it holds, 1 for a single hold; 0 = any), lease
-	// in milliseconds (re-armed while holds remain), unlock message "0", publish command. Reply: nil = not held by
-	// the owner, 0 = one of several holds released, 1 = deleted and published, -n = the owner holds n, not the
-	// count expected (nothing changed).
+	// ScriptLockRelease releases one hold. KEYS: as ScriptLockAcquire. ARGV: owner, expected hold count (the
+	// Client sends the count it holds, 1 for a single hold; 0 = any), lease in milliseconds (re-armed while holds
+	// remain), unlock message "0", publish command. Reply: nil = not held by the owner, 0 = one of several holds
+	// released, 1 = released (deleted and published, or the next waiter told to take it), 2 = released and granted
+	// to a queued waiter of another client, a bulk string = released and granted to a queued waiter of the
+	// releasing client (its nonce), -n = the owner holds n, not the count expected (nothing changed).
 	ScriptLockRelease = "lock.release"
 )
+
+// plainKeysDoc describes the five keys every plain-lock script takes.
+var plainKeysDoc = []string{"lock name", "unlock channel (redisson_lock__channel:{name})",
+	"queue (locksmith_lock_queue:{name})", "queue deadlines (locksmith_lock_timeout:{name})",
+	"grant-channel prefix (locksmith_lock__channel:{name})"}
+
+// acquireArgsDoc describes the plain (and fenced) acquire's arguments.
+var acquireArgsDoc = []string{"lease in milliseconds", "owner (<clientUUID>:<ownerID>)",
+	"queue entry kind and lease (g<ms> or w0; \"\" = a try, never queued)", "entry liveness window in milliseconds",
+	"claim flag (\"1\": a hold of the owner is this waiter's grant)", "entry nonce (\"\" = the owner id)", publishArg}
 
 // publishArg describes the last argument of every script that publishes.
 const publishArg = "publish command: publish (spublish on a cluster with sharded pub/sub)"
@@ -48,21 +63,18 @@ var exported = []struct {
 	keys   []string
 	args   []string
 }{
-	{ScriptLockAcquire, acquireScript, []string{"lock name"},
-		[]string{"lease in milliseconds", "owner (<clientUUID>:<ownerID>)"}},
-	{ScriptLockRelease, releaseScript, []string{"lock name", "unlock channel (redisson_lock__channel:{name})"},
+	{ScriptLockAcquire, acquireScript, plainKeysDoc, acquireArgsDoc},
+	{ScriptLockRelease, releaseScript, plainKeysDoc,
 		[]string{"owner", "expected hold count (0 = any)", "lease in milliseconds, re-armed while holds remain",
 			"unlock message (\"0\")", publishArg}},
-	{"lock.handoff", handoffScript, []string{"lock name", "unlock channel"},
-		[]string{"owner", "expected hold count (0 = any)", "lease in milliseconds", "unlock message (\"0\")",
-			"next owner", "next owner's lease in milliseconds"}},
+	{"lock.leave", leaveScript, plainKeysDoc, acquireArgsDoc},
 	{"lock.forceunlock", deletePublishScript, []string{"key (lock, latch)", "its channel"},
 		[]string{"message", publishArg}},
 	{"lock.renew", renewScript, []string{"KEYS[i]: lock name of entry i"},
 		[]string{"lease in milliseconds (watchdog timeout)", "ARGV[i+1]: owner of KEYS[i]"}},
 	{"lock.status", statusScript, []string{"lock name"}, nil},
-	{"fencedlock.acquire", fencedAcquireScript, []string{"lock name", "token key (redisson_lock_token:{name})"},
-		[]string{"lease in milliseconds", "owner"}},
+	{"fencedlock.acquire", fencedAcquireScript,
+		append(append([]string(nil), plainKeysDoc...), "token key (redisson_lock_token:{name})"), acquireArgsDoc},
 	{"fairlock.acquire", fairAcquireScript, fairKeysDoc,
 		[]string{"lease in milliseconds", "owner", "waiter's deadline in milliseconds from now (0 = try, never queued)",
 			"wake-up message (\"0\")", publishArg}},
@@ -83,6 +95,9 @@ var exported = []struct {
 	{"rwlock.writerelease", rwWriteReleaseScript, []string{"lock name", "channel (redisson_rwlock:{name})"},
 		[]string{"owner's write field", "expected write hold count (0 = any)",
 			"lease in milliseconds, re-armed while write holds remain", "message (\"1\")", publishArg}},
+	{"rwlock.forceunlock", rwForceUnlockScript,
+		[]string{"lock name", "channel (redisson_rwlock:{name})", "every owner's hold-key prefix ({name})"},
+		[]string{"the mode to force (\"read\" or \"write\")", "message (\"1\")", publishArg}},
 	{"rwlock.renew", rwRenewScript, []string{"KEYS[i]: lock name of entry i"},
 		[]string{"lease in milliseconds (watchdog timeout)", "ARGV[2i]: hash field of entry i",
 			"ARGV[2i+1]: a reader's hold-key prefix, else \"\""}},

@@ -18,14 +18,14 @@ import (
 // sends: same source, same SHA-1, and the SHA-1 is the source's.
 func TestScriptsAreTheOnesThePackageRuns(t *testing.T) {
 	runs := map[string]*conn.Script{
-		ScriptLockAcquire: acquireScript, ScriptLockRelease: releaseScript, "lock.handoff": handoffScript,
+		ScriptLockAcquire: acquireScript, ScriptLockRelease: releaseScript, "lock.leave": leaveScript,
 		"lock.forceunlock": deletePublishScript, "lock.renew": renewScript, "lock.status": statusScript,
 		"fencedlock.acquire": fencedAcquireScript,
 		"fairlock.acquire":   fairAcquireScript, "fairlock.release": fairReleaseScript,
 		"fairlock.leave": fairLeaveScript, "fairlock.forceunlock": fairForceUnlockScript,
 		"rwlock.readacquire": rwReadAcquireScript, "rwlock.writeacquire": rwWriteAcquireScript,
 		"rwlock.readrelease": rwReadReleaseScript, "rwlock.writerelease": rwWriteReleaseScript,
-		"rwlock.renew":      rwRenewScript,
+		"rwlock.renew": rwRenewScript, "rwlock.forceunlock": rwForceUnlockScript,
 		"semaphore.acquire": semAcquireScript, "semaphore.release": semReleaseScript,
 		"semaphore.trysetpermits": semTrySetScript, "semaphore.addpermits": semAddScript,
 		"semaphore.drain":         semDrainScript,
@@ -132,9 +132,16 @@ func TestExportedLockScriptsRunAsDocumented(t *testing.T) {
 	const name, lease = "bench-lock", "30000"
 	sub := srv.subscribe(channelName(name))
 	n := strconv.Itoa
-	wantBulk(t, "acquire", srv.do("EVALSHA", acq.SHA1, n(len(acq.Keys)), name, lease, ownerA), "1")
-	wantInt(t, "release", srv.do("EVALSHA", rel.SHA1, n(len(rel.Keys)), name, channelName(name),
-		ownerA, "1", lease, unlockMessage, "publish"), 1)
+	keys := plainKeysOf(name)
+	acqArgs := append([]string{"EVALSHA", acq.SHA1, n(len(acq.Keys))}, keys...)
+	acqArgs = append(acqArgs, lease, ownerA, "", queueLivenessArg, "0", "", "publish")
+	if len(acqArgs)-3-len(keys) != len(acq.Args) {
+		t.Fatalf("the acquire documents %d arguments, the test sends %d", len(acq.Args), len(acqArgs)-3-len(keys))
+	}
+	wantBulk(t, "acquire", srv.do(acqArgs...), "1")
+	relArgs := append([]string{"EVALSHA", rel.SHA1, n(len(rel.Keys))}, keys...)
+	relArgs = append(relArgs, ownerA, "1", lease, unlockMessage, "publish")
+	wantInt(t, "release", srv.do(relArgs...), 1)
 	sub.want(channelName(name), unlockMessage)
 	if k := srv.int("EXISTS", name); k != 0 {
 		t.Fatalf("the lock survived its release (EXISTS %d)", k)

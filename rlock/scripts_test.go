@@ -8,22 +8,23 @@ import (
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
+func plainKeysOf(name string) []string {
+	var k [numPlainKeys]string
+	plainKeys(&k, name)
+	return k[:]
+}
+
+// acquireRaw is a try (never queued), what a caller outside the package sends.
 func acquireRaw(t *testing.T, srv *scriptServer, name, owner string, lease time.Duration) redistest.Reply {
 	t.Helper()
-	return srv.eval(acquireSrc, []string{name}, strconv.FormatInt(lease.Milliseconds(), 10), owner)
+	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(lease.Milliseconds(), 10), owner, "",
+		queueLivenessArg, "0", "")
 }
 
 func releaseRaw(t *testing.T, srv *scriptServer, name, owner string, expect int, lease time.Duration) redistest.Reply {
 	t.Helper()
-	return srv.eval(releaseSrc, []string{name, channelName(name)},
+	return srv.eval(releaseSrc, plainKeysOf(name),
 		owner, strconv.Itoa(expect), strconv.FormatInt(lease.Milliseconds(), 10), unlockMessage)
-}
-
-func handoffRaw(t *testing.T, srv *scriptServer, name, owner string, expect int, next string, lease time.Duration) redistest.Reply {
-	t.Helper()
-	ms := strconv.FormatInt(lease.Milliseconds(), 10)
-	return srv.eval(handoffSrc, []string{name, channelName(name)},
-		owner, strconv.Itoa(expect), ms, unlockMessage, next, ms)
 }
 
 func TestAcquireScriptCreatesReentersAndRefuses(t *testing.T) {
@@ -101,73 +102,6 @@ func TestReleaseScriptRetryNeverDecrementsTwice(t *testing.T) {
 	wantInt(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, lease), 1)
 	wantNil(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, lease)) // retry of the last one: gone, nothing done
 	wantNil(t, "release", releaseRaw(t, srv, "lock", ownerA, 0, lease))
-}
-
-func TestHandoffScriptPassesTheLockWithoutFreeingIt(t *testing.T) {
-	srv := newScriptServer(t)
-	sub := srv.subscribe(channelName("lock"))
-	const lease = 30 * time.Second
-	acquireRaw(t, srv, "lock", ownerA, lease)
-	srv.int("PEXPIRE", "lock", "5000")
-
-	r := handoffRaw(t, srv, "lock", ownerA, 1, ownerB, lease)
-	if len(r.Array) != 2 || r.Array[0].Kind != redistest.KindInt || r.Array[0].Int != 1 || r.Array[1].Str != "1" {
-		t.Fatalf("hand-off replied %s, want [1, \"1\"]", r)
-	}
-	if m := srv.hash("lock"); len(m) != 1 || m[ownerB] != "1" {
-		t.Fatalf("after hand-off: %v, want {%s: 1}", m, ownerB)
-	}
-	srv.wantPTTL("lock", lease)
-	sub.quiet(channelName("lock")) // nothing published: the lock was never free
-
-	// Retried after an ambiguous failure: A holds nothing, B already holds: B is not counted twice.
-	r = handoffRaw(t, srv, "lock", ownerA, 1, ownerB, lease)
-	if len(r.Array) != 2 || r.Array[0].Kind != redistest.KindNil || r.Array[1].Str != "1" {
-		t.Fatalf("retried hand-off replied %s, want [nil, \"1\"]", r)
-	}
-	if m := srv.hash("lock"); m[ownerB] != "1" {
-		t.Fatalf("retried hand-off counted B twice: %v", m)
-	}
-}
-
-func TestHandoffScriptKeepsAReenteredLockAndRespectsOthers(t *testing.T) {
-	srv := newScriptServer(t)
-	const lease = 30 * time.Second
-
-	// A holds twice: the hand-off only releases one hold and grants nothing.
-	acquireRaw(t, srv, "lock", ownerA, lease)
-	acquireRaw(t, srv, "lock", ownerA, lease)
-	r := handoffRaw(t, srv, "lock", ownerA, 2, ownerB, lease)
-	if len(r.Array) != 2 || r.Array[0].Int != 0 || r.Array[1].Kind != redistest.KindNil {
-		t.Fatalf("hand-off of a re-entered lock replied %s, want [0, nil]", r)
-	}
-	if m := srv.hash("lock"); len(m) != 1 || m[ownerA] != "1" {
-		t.Fatalf("after partial hand-off: %v", m)
-	}
-
-	// Expected count mismatch: nothing happens.
-	r = handoffRaw(t, srv, "lock", ownerA, 5, ownerB, lease)
-	if len(r.Array) != 2 || r.Array[0].Int != -1 || r.Array[1].Kind != redistest.KindNil {
-		t.Fatalf("mismatched hand-off replied %s, want [-1, nil]", r)
-	}
-
-	// A lost the lock to C: nothing released, B not granted, C's PTTL reported.
-	srv.do("DEL", "lock")
-	acquireRaw(t, srv, "lock", ownerC, lease)
-	r = handoffRaw(t, srv, "lock", ownerA, 1, ownerB, lease)
-	if len(r.Array) != 2 || r.Array[0].Kind != redistest.KindNil || r.Array[1].Kind != redistest.KindInt || r.Array[1].Int <= 0 {
-		t.Fatalf("hand-off of a lost lock replied %s, want [nil, PTTL]", r)
-	}
-	if m := srv.hash("lock"); len(m) != 1 || m[ownerC] != "1" {
-		t.Fatalf("hand-off of a lost lock touched the holder: %v", m)
-	}
-
-	// A lost the lock and it is free: B gets it.
-	srv.do("DEL", "lock")
-	r = handoffRaw(t, srv, "lock", ownerA, 1, ownerB, lease)
-	if len(r.Array) != 2 || r.Array[0].Kind != redistest.KindNil || r.Array[1].Str != "1" {
-		t.Fatalf("hand-off over a free lock replied %s, want [nil, \"1\"]", r)
-	}
 }
 
 func TestForceUnlockScript(t *testing.T) {

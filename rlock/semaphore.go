@@ -35,7 +35,7 @@ func (c *Client) Semaphore(name string) *Semaphore {
 func (s *Semaphore) Name() string { return s.name }
 
 func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait time.Duration) (*waiter, *future.Future[struct{}]) {
-	if err := s.check(op); err != nil {
+	if err := s.checkCtx(op, ctx); err != nil {
 		return nil, future.Completed(struct{}{}, err)
 	}
 	if permits <= 0 {
@@ -70,6 +70,9 @@ func (s *Semaphore) giveBack(permits int) {
 // Acquire takes permits, waiting as long as ctx allows until that many are available. It returns ctx's error when
 // ctx ended first (permits taken in flight are given back). Safe for concurrent use.
 func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	w, fut := s.acquire(ctx, "Semaphore.Acquire", permits, -1)
 	_, err := waitSync(ctx, w, fut)
 	return err
@@ -77,6 +80,9 @@ func (s *Semaphore) Acquire(ctx context.Context, permits int) error {
 
 // AcquireAsync is the asynchronous form of Acquire. It starts no goroutine; when ctx ends first the future fails
 // with ctx's error.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Future[struct{}] {
 	_, fut := s.acquire(ctx, "Semaphore.AcquireAsync", permits, -1)
 	return fut
@@ -85,6 +91,9 @@ func (s *Semaphore) AcquireAsync(ctx context.Context, permits int) *future.Futur
 // TryAcquire takes permits if that many become available within wait (0: one attempt). It reports false when the
 // wait ran out, and returns ctx's error when ctx ended first.
 func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Duration) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	if err := tryFormError("Semaphore.TryAcquire", wait); err != nil {
 		return false, err
 	}
@@ -93,6 +102,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context, permits int, wait time.Durat
 }
 
 // TryAcquireAsync is the asynchronous form of TryAcquire.
+// Get's context bounds only the wait for the future: when Get gives up, the acquire goes on and permits granted
+// later are the future's holder's. To abandon the acquire, cancel ctx (permits granted in flight are given back),
+// and give back permits the future reports granted before the cancellation.
 func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.Duration) *future.Future[bool] {
 	if err := tryFormError("Semaphore.TryAcquireAsync", wait); err != nil {
 		return future.Completed(false, err)
@@ -105,13 +117,16 @@ func (s *Semaphore) TryAcquireAsync(ctx context.Context, permits int, wait time.
 // take (Redisson's semantics). It waits for the server's answer; a release that failed on the transport is not
 // resent unless it was never sent (it is not idempotent). Safe for concurrent use.
 func (s *Semaphore) Release(ctx context.Context, permits int) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
 	_, err := s.ReleaseAsync(ctx, permits).Get(ctx)
 	return err
 }
 
 // ReleaseAsync is the asynchronous form of Release.
 func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Future[struct{}] {
-	if err := s.check("Semaphore.Release"); err != nil {
+	if err := s.checkCtx("Semaphore.Release", ctx); err != nil {
 		return future.Completed(struct{}{}, err)
 	}
 	if permits <= 0 {
@@ -124,7 +139,10 @@ func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Futur
 // AvailablePermits returns the number of permits available now (0 when the semaphore was never set). It blocks
 // until the server answers or ctx ends.
 func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
-	if err := s.check("Semaphore.AvailablePermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := s.checkCtx("Semaphore.AvailablePermits", ctx); err != nil {
 		return 0, err
 	}
 	return intReply(s.c.call(ctx, conn.Cmd{Args: []string{"GET", s.name}}).Get(ctx))
@@ -133,13 +151,19 @@ func (s *Semaphore) AvailablePermits(ctx context.Context) (int64, error) {
 // TrySetPermits sets the number of permits if the semaphore was never set, and reports whether it did; waiters
 // are woken. permits must not be negative. It blocks until the server answers or ctx ends.
 func (s *Semaphore) TrySetPermits(ctx context.Context, permits int) (bool, error) {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
 	return s.TrySetPermitsTTL(ctx, permits, 0)
 }
 
 // TrySetPermitsTTL is TrySetPermits with a time to live for the semaphore (0: none), as Redisson's
 // trySetPermits(permits, timeToLive).
 func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.Duration) (bool, error) {
-	if err := s.check("Semaphore.TrySetPermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return false, err
+	}
+	if err := s.checkCtx("Semaphore.TrySetPermits", ctx); err != nil {
 		return false, err
 	}
 	if permits < 0 {
@@ -157,7 +181,10 @@ func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.
 // bring it back) and returns the number available afterwards. permits must not be zero. It is not resent after an
 // ambiguous transport failure. It blocks until the server answers or ctx ends.
 func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) {
-	if err := s.check("Semaphore.AddPermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := s.checkCtx("Semaphore.AddPermits", ctx); err != nil {
 		return 0, err
 	}
 	if permits == 0 {
@@ -169,7 +196,10 @@ func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) 
 // DrainPermits takes every available permit and returns how many it took. It blocks until the server answers or
 // ctx ends.
 func (s *Semaphore) DrainPermits(ctx context.Context) (int64, error) {
-	if err := s.check("Semaphore.DrainPermits"); err != nil {
+	if err := inCallback(); err != nil {
+		return 0, err
+	}
+	if err := s.checkCtx("Semaphore.DrainPermits", ctx); err != nil {
 		return 0, err
 	}
 	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: semDrainScript, Keys: s.keys[:1]}).Get(ctx))

@@ -54,7 +54,7 @@ func (rw *ReadWriteLock) Status(ctx context.Context) (LockStatus, error) {
 
 // status runs statusScript on the lock's key and decodes it.
 func (lo *lockObject) status(ctx context.Context, op string) *future.Future[LockStatus] {
-	if err := lo.check(op); err != nil {
+	if err := lo.checkCtx(op, ctx); err != nil {
 		return future.Completed(LockStatus{}, err)
 	}
 	name := lo.name

@@ -24,10 +24,9 @@ type unlockOp struct {
 	p     future.Promise[struct{}]
 	c     *Client
 	sh    *shard
-	keys  []string  // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
-	owner string    // <clientUUID>:<ownerID>
-	h     *hold     // the local hold, nil when this client records none for the owner
-	next  *lockCall // hand-off target (state wGranting), or nil
+	keys  []string // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
+	owner string   // <clientUUID>:<ownerID>
+	h     *hold    // the local hold, nil when this client records none for the owner
 	// sync is the blocking Unlock this op is part of (nil for UnlockAsync and the package's own releases): its
 	// Relay is the op's driver, and its Get drives each attempt (a resend after a corrected count or a transport
 	// failure included).
@@ -42,6 +41,7 @@ type unlockOp struct {
 
 	kind        holdKind
 	hasReadLeft bool  // readLeft was reported
+	handedOver  bool  // the release granted the lock to a queued waiter (of this client or another)
 	final       bool  // releases the last local hold: h is holdReleasing
 	retried     bool  // an earlier attempt may have run on the server
 	adopted     bool  // expect was corrected from the server's count once
@@ -109,7 +109,7 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 // before it is sent: the expected count is the one the client knows now, a last hold's renewal stops. Called with
 // the shard mutex held.
 func (op *unlockOp) beginLocked(h *hold) {
-	c, sh := op.c, op.sh
+	c := op.c
 	switch {
 	case h == nil || h.state != holdHeld:
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
@@ -124,11 +124,6 @@ func (op *unlockOp) beginLocked(h *hold) {
 		h.state = holdReleasing
 		h.stopTimerLocked()
 		h.releasing = op
-		if op.kind == kindPlain {
-			if q := sh.queues[op.keys[1]]; q != nil {
-				op.next = q.takeForHandoffLocked()
-			}
-		}
 	}
 }
 
@@ -172,7 +167,9 @@ func (c *Client) releaseKeys(kind holdKind, name, owner string) []string {
 	case kindWrite:
 		return []string{name, prefixName(rwChannelPrefix, name)}
 	}
-	return []string{name, channelName(name)}
+	var keys [numPlainKeys]string
+	plainKeys(&keys, name)
+	return keys[:]
 }
 
 // releaseCmd builds kind's release of one hold of owner, expecting expect holds (0: any), re-arming lease (in
@@ -211,11 +208,6 @@ func (op *unlockOp) send() {
 	if op.kind == kindPlain {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
-		if op.next != nil {
-			future.Follow(op.relay(), c.conn.Eval(background, handoffScript, op.keys, op.owner, exp, op.lease,
-				unlockMessage, op.next.owner, op.next.leaseArg()), op.callback())
-			return
-		}
 		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
 			unlockMessage, c.pub), op.callback())
 		return
@@ -224,15 +216,8 @@ func (op *unlockOp) send() {
 	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.callback())
 }
 
-// onAnyReply is onHandoff or onRelease, by the command in flight: the one callback a recycled op binds once. op.next
-// is set exactly while a hand-off is in flight (onHandoff clears it before it resends an ordinary release).
-func (op *unlockOp) onAnyReply(v resp.Value, err error) {
-	if op.next != nil {
-		op.onHandoff(v, err)
-		return
-	}
-	op.onRelease(v, err)
-}
+// onAnyReply is onRelease: the one callback a recycled op binds once.
+func (op *unlockOp) onAnyReply(v resp.Value, err error) { op.onRelease(v, err) }
 
 // callback is onAnyReply as a callback: a blocking Unlock's, bound once, or a new method value.
 func (op *unlockOp) callback() func(resp.Value, error) {
@@ -267,10 +252,18 @@ func (op *unlockOp) retry(err error) bool {
 	})
 }
 
-// releaseOutcome interprets a release reply (or a hand-off's first element): released (the last hold went),
-// err (ErrNotHeld), or resend (the expected count was corrected from the server's: send again).
+// releaseOutcome interprets a release reply: released (the last hold went), err (ErrNotHeld), or resend (the
+// expected count was corrected from the server's: send again). A plain lock's release that handed the lock to a
+// queued waiter of this client answers that waiter's nonce: it is settled here.
 func (op *unlockOp) releaseOutcome(v resp.Value) (released bool, err error, resend bool) {
 	switch {
+	case v.Type == resp.BulkString && !v.Null && op.kind == kindPlain:
+		op.handedOver = true
+		op.grantLocal(v)
+		return true, nil, false
+	case v.Type == resp.Integer && v.Int == 2 && op.kind == kindPlain:
+		op.handedOver = true // to a waiter of another client
+		return true, nil, false
 	case v.Null:
 		if op.retried && op.expect == 1 {
 			return true, nil, false // an earlier attempt deleted it
@@ -317,32 +310,6 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 	op.finish(released, rerr)
 }
 
-func (op *unlockOp) onHandoff(v resp.Value, err error) {
-	next := op.next
-	if err == nil && (v.Type != resp.Array || len(v.Elems) != 2) {
-		err = &resp.TypeError{Want: "[release, grant]", Got: v.Type}
-	}
-	if err != nil {
-		if op.retry(err) {
-			return
-		}
-		err = op.c.mapErr(err)
-		op.finish(false, err)
-		next.settle(outcome{err: err}, true)
-		return
-	}
-	released, rerr, resend := op.releaseOutcome(v.Elems[0])
-	if resend {
-		// Nothing was done: release the corrected count the ordinary way; the waiter goes back to waiting.
-		op.next = nil
-		next.settle(outcome{bound: next.lease}, true)
-		op.send()
-		return
-	}
-	op.finish(released, rerr)
-	next.settle(handoffGrant(v.Elems[1], next.lease), true)
-}
-
 // finish records the outcome locally, cancels the held context of a last hold, and completes the caller's future.
 func (op *unlockOp) finish(released bool, err error) {
 	c, sh, h := op.c, op.sh, op.h
@@ -382,7 +349,7 @@ func (op *unlockOp) finish(released bool, err error) {
 	}
 	if cause != nil && c.observed {
 		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: c.now() - h.acquired,
-			HandOff: op.next != nil && released, Err: err})
+			HandOff: op.handedOver, Err: err})
 	}
 	if lostCause != nil {
 		c.lost(h, lostCause)
@@ -450,4 +417,24 @@ func (c *Client) mapErr(err error) error {
 		return ErrClosed
 	}
 	return err
+}
+
+// grantLocal settles the waiter of this client that a release granted the lock to: v holds its nonce. The grant
+// came after the waiter's last refused attempt ran, and its lease counts from there (grantedByOther). A waiter that
+// is no longer here left the queue, and its leave releases the grant.
+func (op *unlockOp) grantLocal(v resp.Value) {
+	nonce, err := strconv.ParseUint(v.Str, 10, 64)
+	if err != nil {
+		return
+	}
+	sh := op.sh
+	sh.mu.Lock()
+	q := sh.queues[op.keys[keyChannel]]
+	var w *waiter
+	var granted bool
+	if q != nil && !q.dead {
+		w, granted = q.deliverLocked(nonce, v.Str, true)
+	}
+	sh.mu.Unlock()
+	w.act(granted)
 }

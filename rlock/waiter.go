@@ -16,8 +16,8 @@ import (
 // polls. The typed side of a call (what it sends, what a grant is: lockCall for locks, permitCall for the rest)
 // embeds the waiter; what differs between objects is a wake rule and a few flags, not the engine:
 //
-//  1. The call sends an attempt. Granted: done. A new call queues behind this client's waiters for the object
-//     instead of attempting first when its object forbids barging (the exclusive locks).
+//  1. The call sends an attempt. Granted: done. For the plain and fenced locks the attempt also queues the call on
+//     the server when it is refused (lockqueue.go): their waiters are ordered there, across every client.
 //  2. Refused: the call joins its channel's queue (queue.go); the first waiter of a channel subscribes to it. The
 //     head of the queue does not attempt again before the subscription is confirmed, so that a release published
 //     in between is not missed (Redisson #1763).
@@ -29,7 +29,10 @@ import (
 //     recheckBound (a second) for what has no lease to wait for (a key without expiry, a semaphore, a latch) — so a
 //     lost message costs at most that. The others wait for the head to go: when it leaves, the next head attempts
 //     at once, or, when the head was just granted an exclusive lock, waits for its release bounded by its lease.
-//     A call without a channel (rate limiters) is woken by its own bound alone.
+//     A call without a channel (rate limiters) is woken by its own bound alone. A call queued on the server is
+//     granted by the release script and told so on its client's grant channel (or by the release's reply, when the
+//     releasing holder is of the same client); each such call attempts again at its refresh interval, which keeps
+//     its server entry alive.
 //  5. A call whose context ends, or whose wait runs out — also while an attempt is in flight — leaves at once; if
 //     the server granted it in flight, the grant is given back (the lock released, the permits returned).
 //  6. The last waiter to leave a channel closes the subscription.
@@ -37,11 +40,9 @@ import (
 // waitState is the life cycle of a waiter. Legal transitions, under the shard mutex of its object:
 //
 //	wNew        -> wAttempting  the first attempt is sent (a lock call may first wait for a release of its owner)
-//	wNew        -> wIdle        it joined the tail of a queue with waiters (no barging)
 //	wAttempting -> wIdle        refused: queued (or stays queued), waiting for a wake-up or its bound
-//	wIdle       -> wAttempting  woken: a message, its bound, the subscription confirmed, the head before it left
-//	wIdle       -> wGranting    an Unlock of this client hands it the lock (plain locks)
-//	wGranting   -> wIdle        the hand-off could not grant it
+//	wIdle       -> wAttempting  woken: a message, its bound, the subscription confirmed, the head before it left;
+//	                            or granted by someone else's script (settled at once as an attempt's reply)
 //	any         -> wDone        granted, failed, or left (context ended, wait ran out, Close)
 type waitState uint8
 
@@ -49,7 +50,6 @@ const (
 	wNew waitState = iota
 	wIdle
 	wAttempting
-	wGranting
 	wDone
 )
 
@@ -83,6 +83,8 @@ type waitCall interface {
 	left()
 	// lostInFlight reacts to an attempt that failed after it may have run on the server (conn.ErrConnLost).
 	lostInFlight()
+	// permits is how many permits the call takes (semaphores: see wakePermits); 1 for everything else.
+	permits() int64
 }
 
 // outcome is the decoded answer to one attempt (or to the grant half of a hand-off).
@@ -94,8 +96,11 @@ type outcome struct {
 	// hopeless: refused, and bound is the earliest moment it could succeed (nothing else can make it succeed
 	// sooner): a call whose wait ends before then gives up at once instead of waiting for a known failure.
 	hopeless bool
-	handoff  bool // granted by a hand-off from a releasing holder of this client
-	err      error
+	handoff  bool // granted by someone else's script: a release, or an attempt that found the lock free
+	queued   bool // refused, and the call is queued on the server (plain and fenced locks)
+	// lease is the lease a grant by someone else's script applied (the call's grant lease); 0: the call's own.
+	lease time.Duration
+	err   error
 }
 
 // waiter is the engine's part of one call in progress. The typed side embeds it, so a call is one allocation.
@@ -107,35 +112,42 @@ type waiter struct {
 
 	// Set before the waiter is shared, then read-only. (The small fields are kept together: a waiter is allocated
 	// on every acquire, and this keeps the plain lock's call in the allocation size class it had.)
-	need      int32    // permits the call takes (wakePermits), 1 otherwise
-	rule      wakeRule // how a message on the call's channel wakes waiters
-	noWait    bool     // one attempt (a Try with wait 0)
-	exclusive bool     // a grant excludes the next waiter (exclusive locks), which then waits for a release
-	queueNew  bool     // a new call queues behind this client's waiters instead of attempting first
-	resend    bool     // an attempt that may have run (conn.ErrConnLost) may be sent again: it is read-only
-	handoff   bool     // an Unlock of the plain lock may hand the lock straight to this call
+	rule        wakeRule // how a message on the call's channel wakes waiters
+	noWait      bool     // one attempt (a Try with wait 0)
+	exclusive   bool     // a grant excludes the next waiter (exclusive locks), which then waits for a release
+	resend      bool     // an attempt that may have run (conn.ErrConnLost) may be sent again: it is read-only
+	serverQueue bool     // refused attempts queue the call on the server (plain and fenced locks: lockqueue.go)
+	// A lock call's queue entry (lockqueue.go): nonceMinted says that its nonce is not the owner's id but was drawn
+	// for it (and is kept in lockCall.token while it waits), wakeOnly that the entry is a 'w' one.
+	nonceMinted bool
+	wakeOnly    bool
 
 	// Guarded by the shard mutex. (The small fields first, in what would otherwise be padding.)
-	state          waitState
-	again          bool  // woken while an attempt was in flight: attempt again at once when it is refused
-	tmDeadline     bool  // tm fires at the deadline (and is kept across attempts)
-	retries        uint8 // resends of the current attempt
-	watched        bool  // registered with its context's watch once (ctxwatch.go)
-	watchHit       bool  // its context ended while it was watched: the watch abandons it
+	state      waitState
+	again      bool  // woken while an attempt was in flight: attempt again at once when it is refused
+	tmDeadline bool  // tm fires at the deadline (and is kept across attempts)
+	retries    uint8 // resends of the current attempt
+	watched    bool  // registered with its context's watch once (ctxwatch.go)
+	watchHit   bool  // its context ended while it was watched: the watch abandons it
+	queued     bool  // the server queued the call (a refusal said so): it must leave the queue if it gives up
+	// grantMsg: a grant to the call (a lock call) was announced while its attempt was in flight, so that attempt's
+	// refusal is a grant (lockqueue.go).
+	grantMsg       bool
 	abandoned      error // why the call was abandoned (context, wait) while a command for it was in flight; nil if not
 	q              *queue
 	prev, next     *waiter
 	tm             *timer.Timeout
-	cw             *ctxWatch     // the watch of the call's context while the call is watched
-	cwPrev, cwNext *waiter       // the watch's list
-	sentAt         time.Duration // when the attempt or hand-off in flight was sent
+	cw             *ctxWatch // the watch of the call's context while the call is watched
+	cwPrev, cwNext *waiter   // the watch's list
+	// sentAt is when the attempt in flight was sent; while the waiter is idle, when its last (refused) attempt was:
+	// a grant by someone else's script came after that attempt ran, so its lease counts from there at the latest.
+	sentAt time.Duration
 }
 
 // init prepares a waiter for a call starting now. wait < 0 waits as long as the context allows; 0 makes one
 // attempt.
 func (w *waiter) init(sh *shard, call waitCall, wait time.Duration) {
 	w.sh, w.call = sh, call
-	w.need = max(w.need, 1)
 	w.startAt = sh.c.now()
 	switch {
 	case wait == 0:
@@ -145,21 +157,17 @@ func (w *waiter) init(sh *shard, call waitCall, wait time.Duration) {
 	}
 }
 
-// startLocked begins a new call: it queues it behind this client's waiters for the same channel when its object
-// forbids barging (and reports false), or marks it attempting (and reports true: the caller sends the attempt
-// after releasing the shard mutex). barge lets a call attempt whatever the rule (a lock's re-entry, which would
-// otherwise wait for its own owner). now is a clock reading taken just before, by the caller (the call's start,
-// when it starts at once): it stands for the attempt's sending time, saving a reading on every acquire (an earlier
-// sending time only moves the lease's local end earlier).
+// startLocked begins a new call: it marks it attempting (and reports true: the caller sends the attempt after
+// releasing the shard mutex), or, when its object forbids barging past this client's waiters and the call could
+// queue, joins the tail of the local queue (and reports false). barge lets a call attempt whatever the rule (a
+// lock's re-entry, which would otherwise wait for its own owner). now is a clock reading taken just before, by the
+// caller (the call's start, when it starts at once): it stands for the attempt's sending time, saving a reading
+// on every acquire (an earlier sending time only moves the lease's local end earlier).
+//
+// Every lock that forbids barging now queues its waiters on the server (the plain and fenced locks: the attempt
+// itself queues the call when it is refused), so every call attempts at once.
 func (w *waiter) startLocked(barge bool, now time.Duration) bool {
-	if w.queueNew && !barge && !w.noWait {
-		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
-			w.sh.c.joinLocked(w)
-			w.state = wIdle
-			w.armLocked(0)
-			return false
-		}
-	}
+	_ = barge
 	w.beginAttemptAtLocked(now)
 	return true
 }
@@ -175,21 +183,28 @@ func (w *waiter) beginAttemptAtLocked(now time.Duration) {
 	w.armLocked(0)
 }
 
-// settle applies the outcome of w's attempt, or of a hand-off naming it. It runs on the event loop that received
-// the reply, or on the timer's worker.
-func (w *waiter) settle(o outcome, handoff bool) {
+// settle applies the outcome of w's attempt, or of a grant by someone else's script naming it. It runs on the
+// event loop that received the reply, or on the timer's worker.
+func (w *waiter) settle(o outcome, _ bool) {
 	c, sh := w.sh.c, w.sh
 	sh.mu.Lock()
-	if w.state != wAttempting && w.state != wGranting {
-		// Close took it away while the command was in flight.
+	if w.state != wAttempting {
+		// Close took it away while the command was in flight, or a grant message settled it first.
 		sh.mu.Unlock()
 		if o.granted {
 			w.call.undo(o)
 		}
 		return
 	}
+	if w.grantMsg && !o.granted && o.err == nil {
+		// A grant was announced while this attempt was in flight, and the attempt was refused: it ran before the
+		// grant (it would have found and claimed the hold otherwise), so the grant's lease counts from its sending
+		// at the latest. (An attempt that failed leaves the queue instead, which gives the grant back.)
+		w.grantMsg = false
+		o = w.call.(*lockCall).grantedByOther()
+	}
 	if o.err != nil {
-		if w.retryLocked(o.err, handoff) {
+		if w.retryLocked(o.err) {
 			sh.mu.Unlock()
 			return
 		}
@@ -198,11 +213,14 @@ func (w *waiter) settle(o outcome, handoff bool) {
 		if w.abandoned != nil {
 			failWith = w.abandoned
 		}
+		left := w.queued || (w.serverQueue && errors.Is(o.err, conn.ErrConnLost))
 		sh.mu.Unlock()
 		act.run()
-		w.call.left()
+		if left || !w.serverQueue {
+			w.call.left()
+		}
 		w.call.fail(c.mapErr(failWith))
-		if errors.Is(o.err, conn.ErrConnLost) {
+		if !w.serverQueue && errors.Is(o.err, conn.ErrConnLost) {
 			w.call.lostInFlight()
 		}
 		return
@@ -221,7 +239,10 @@ func (w *waiter) settle(o outcome, handoff bool) {
 		return
 	}
 
-	// Refused (or a hand-off that did not get to grant).
+	// Refused.
+	if o.queued {
+		w.queued = true
+	}
 	now := c.now()
 	if w.abandoned != nil || w.noWait ||
 		(w.deadline != 0 && (now >= w.deadline || (o.hopeless && now+o.bound > w.deadline))) {
@@ -230,9 +251,12 @@ func (w *waiter) settle(o outcome, handoff bool) {
 		if w.abandoned != nil {
 			failWith = w.abandoned
 		}
+		queued := w.queued
 		sh.mu.Unlock()
 		act.run()
-		w.call.left()
+		if queued || !w.serverQueue {
+			w.call.left()
+		}
 		w.call.fail(failWith) // no effect when abandoned: the future failed already
 		return
 	}
@@ -242,6 +266,21 @@ func (w *waiter) settle(o outcome, handoff bool) {
 	if q == nil {
 		q, subscribe = c.joinLocked(w)
 		joined = true
+		if w.serverQueue {
+			if granted, found := q.takePendingLocked(w); found {
+				if granted {
+					// Announced before this refusal arrived: the attempt ran before the grant.
+					w.state = wAttempting
+					sh.mu.Unlock()
+					if subscribe {
+						c.subscribe(q)
+					}
+					w.call.(*lockCall).settle(w.call.(*lockCall).grantedByOther(), false)
+					return
+				}
+				w.again = true
+			}
+		}
 	}
 	attempt := false
 	switch {
@@ -249,7 +288,7 @@ func (w *waiter) settle(o outcome, handoff bool) {
 		w.armLocked(o.bound) // woken by its bound alone
 	case !q.subscribed:
 		// Wait for the subscription's confirmation, which wakes the head; bounded meanwhile.
-		if q.head == w {
+		if q.head == w || w.serverQueue {
 			w.armLocked(o.bound)
 		} else {
 			w.armLocked(0)
@@ -260,7 +299,7 @@ func (w *waiter) settle(o outcome, handoff bool) {
 		// A wake-up published between the refusal and the join reached the others, not this call: look again
 		// now that it cannot be missed any more. (A lock's new waiter need not: the head acts for it.)
 		attempt = true
-	case q.head == w:
+	case q.head == w || w.serverQueue:
 		w.armLocked(o.bound)
 	default:
 		w.armLocked(0) // its deadline only: the head's progress moves it
@@ -280,12 +319,11 @@ func (w *waiter) settle(o outcome, handoff bool) {
 
 // retryLocked schedules a resend of w's failed attempt when that is safe: an attempt never sent (ErrUnavailable)
 // is resent as it is, and so is a read-only one that may have run (ErrConnLost); an attempt that may have taken
-// something is not (a second grant would count twice), and a hand-off that failed is left to the releasing side,
-// which retries it.
-func (w *waiter) retryLocked(err error, handoff bool) bool {
+// something is not (a second grant would count twice).
+func (w *waiter) retryLocked(err error) bool {
 	c := w.sh.c
 	safe := errors.Is(err, conn.ErrUnavailable) || (w.resend && errors.Is(err, conn.ErrConnLost))
-	if handoff || !safe || int(w.retries) >= c.cfg.RetryAttempts || w.abandoned != nil {
+	if !safe || int(w.retries) >= c.cfg.RetryAttempts || w.abandoned != nil {
 		return false
 	}
 	w.retries++
@@ -349,7 +387,8 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 		return leaveAction{empty: empty, unwatch: unwatch}
 	}
 	act := leaveAction{unwatch: unwatch}
-	if wasHead && q.head != nil {
+	if wasHead && q.head != nil && !w.serverQueue {
+		// (Waiters queued on the server keep their own bounds: the server's queue, not this one, orders them.)
 		nh := q.head
 		switch {
 		case nh.state != wIdle || q.key == "":
@@ -458,7 +497,7 @@ func (w *waiter) abandon(err error, release bool) {
 	switch w.state {
 	case wIdle:
 		act = w.leaveLocked(false)
-	case wAttempting, wGranting, wNew:
+	case wAttempting, wNew:
 		if w.abandoned == nil {
 			w.abandoned = err
 		}

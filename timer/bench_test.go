@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
 	// Benchmark comparison only (DESIGN.md, Timer): it deadlocks under churn (its issue #53), so it never appears
 	// outside this file, and every benchmark using it runs under guarded.
 	"github.com/RussellLuo/timingwheel"
@@ -243,14 +242,14 @@ func BenchmarkPending1M(b *testing.B) {
 type rearmRun struct {
 	period time.Duration
 	mu     sync.Mutex // guards late: callbacks of time.AfterFunc and RussellLuo run on many goroutines
-	late   *hdrhistogram.Histogram
+	late   *latencyHist
 	runs   atomic.Int64
 	early  atomic.Int64 // runs before the period had elapsed
 	stop   atomic.Bool
 }
 
 func newRearmRun(period time.Duration) *rearmRun {
-	return &rearmRun{period: period, late: hdrhistogram.New(1, 60_000_000, 3)}
+	return &rearmRun{period: period, late: newLatencyHist()}
 }
 
 // record notes one run of a chain armed at armed (nanoseconds of time.Since(origin)).
@@ -260,7 +259,7 @@ func (r *rearmRun) record(origin time.Time, armed int64) {
 		r.early.Add(1)
 	}
 	r.mu.Lock()
-	_ = r.late.RecordValue(max(late/1000, 0))
+	r.late.RecordValue(max(late/1000, 0))
 	r.mu.Unlock()
 	r.runs.Add(1)
 }

@@ -156,12 +156,12 @@ func (c *manualClock) step(tb testing.TB, d time.Duration) {
 // sleeps again, to keep the test in lock-step with the worker. Call it only while the worker sleeps.
 func (c *manualClock) schedule(tb testing.TB, tm *Timer, task Task, d time.Duration) *Timeout {
 	tb.Helper()
-	wasIdle := tm.idle.Load()
+	woke := tm.wakes.Load()
 	to, err := tm.NewTimeout(task, d)
 	if err != nil {
 		tb.Fatalf("NewTimeout: %v", err)
 	}
-	if wasIdle {
+	if tm.wakes.Load() != woke {
 		c.awaitSleep(tb)
 	}
 	return to
@@ -170,9 +170,9 @@ func (c *manualClock) schedule(tb testing.TB, tm *Timer, task Task, d time.Durat
 // cancel calls to.Cancel and, if that woke an idle worker, waits until it sleeps again (see schedule).
 func (c *manualClock) cancel(tb testing.TB, tm *Timer, to *Timeout) bool {
 	tb.Helper()
-	wasIdle := tm.idle.Load()
+	woke := tm.wakes.Load()
 	ok := to.Cancel()
-	if wasIdle && ok {
+	if tm.wakes.Load() != woke {
 		c.awaitSleep(tb)
 	}
 	return ok

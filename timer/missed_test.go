@@ -247,7 +247,8 @@ func TestATimeoutDueByTheTimeItsWakeUpIsHandledRunsAtOnce(t *testing.T) {
 		c.advance(testTick + testTick/2)
 	}
 	c.mu.Unlock()
-	c.cancel(t, tm, far) // wakes the idle worker, which plans another idle sleep: the hook runs then
+	far.Cancel()
+	tm.wakeIfIdle() // wakes the idle worker, which plans another idle sleep: the hook runs then
 	select {
 	case <-p.ran:
 	case <-time.After(5 * time.Second):

@@ -87,7 +87,8 @@ func (t *Timeout) IsCancelled() bool { return t.loadState() == stateCancelled }
 // Cancel prevents the task from running. It is exact: true means the task has not started and never will; false
 // means the task has run, is running, or t was already cancelled. Cancel never blocks and is safe for concurrent use,
 // also from a task. The pending count drops at once; the worker unlinks the timeout from its bucket, releasing its
-// memory, at the end of the current tick (as in Netty).
+// memory, at the end of the current tick (as in Netty), or, while the worker is idle, when it next wakes (at the
+// latest once wakeBacklog cancellations and additions are queued).
 //
 // Cancelling a timeout that Stop returned also reports true: it never runs either way.
 func (t *Timeout) Cancel() bool {
@@ -103,7 +104,11 @@ func (t *Timeout) Cancel() bool {
 			if t.casState(stateScheduled, stateCancelled) {
 				t.timer.pending.Add(-1)
 				t.timer.cancels.push(t)
-				t.timer.wakeIfIdle() // so that the memory goes within a tick even if nothing else is due
+				// The worker unlinks it when it next wakes; it is woken for that only when cancellations pile up
+				// (wakeBacklog), so that cancelling costs no wake-up of an idle worker.
+				if tm := t.timer; tm.idle.Load() && tm.queued.Add(1) > wakeBacklog {
+					tm.wakeIfIdle()
+				}
 				return true
 			}
 		case stateStopped:

@@ -37,12 +37,16 @@ type Timer struct {
 
 	state atomic.Int32 // a workerState; read-mostly
 	idle  atomic.Bool  // set by the worker before it sleeps past the current tick; cleared by whoever wakes it
+	// idleUntil is the tick an idle worker wakes for by itself (math.MaxInt64: none), written before idle is set:
+	// a timeout due before it must wake the worker; a later one can wait to be placed until then.
+	idleUntil atomic.Int64
 
 	// The three fields every NewTimeout or Cancel writes each get a cache line of their own, so that callers on
 	// different cores and the worker do not also invalidate each other's copies of the read-mostly fields.
 	_       [64]byte
 	pending atomic.Int64 // timeouts scheduled and not yet run, cancelled or stopped
-	_       [56]byte
+	queued  atomic.Int64 // additions and cancellations queued since the worker last went idle, counted while it is
+	_       [48]byte
 	adds    timeoutStack // new timeouts, pushed by NewTimeout, taken by the worker
 	_       [56]byte
 	cancels timeoutStack // cancelled timeouts still in a bucket, pushed by Cancel, taken by the worker
@@ -54,6 +58,7 @@ type Timer struct {
 
 	workerGID atomic.Uint64 // goroutine id of the worker, to refuse Stop from a task
 	ticks     atomic.Int64  // ticks processed; read by tests to check that catch-up is bounded
+	wakes     atomic.Int64  // idle waits cut short by NewTimeout or Cancel; read by tests
 
 	// Owned by the worker.
 	wheel         []bucket // the wheel, then the far ring (see wheel.go)
@@ -114,10 +119,14 @@ func (t *Timer) NewTimeout(task Task, delay time.Duration) (*Timeout, error) {
 	}
 	to := &Timeout{task: task, timer: t, deadline: deadline}
 	t.adds.push(to)
-	// An idle worker sleeps past the current tick and must place this timeout first. It stores idle before its
-	// last look at the queue, and this load follows our push, so either it sees the new timeout or we see it idle:
-	// no wake-up is lost.
-	t.wakeIfIdle()
+	// An idle worker sleeps past the current tick: it must place this timeout first when it falls due before the
+	// worker wakes by itself. It stores idleUntil and then idle before its last look at the queue, and these loads
+	// follow our push, so either it sees the new timeout or we see it idle with its plan: no wake-up is lost. A
+	// timeout due later waits in the queue (unless the queue grows long: see wakeBacklog), which spares a busy
+	// client a wake-up of the worker per timeout.
+	if t.idle.Load() && (deadline/t.tick < t.idleUntil.Load() || t.queued.Add(1) > wakeBacklog) {
+		t.wakeIfIdle()
+	}
 	// Stop may have come between start and push, and the exiting worker may have taken the queue before our push.
 	// Whoever moves the timeout out of stateInit decides: we (it is refused) or the worker (Stop returns it).
 	if workerState(t.state.Load()) == workerShutdown && to.casState(stateInit, stateCancelled) {

@@ -316,7 +316,7 @@ func TestCancelIsExact(t *testing.T) {
 	}
 }
 
-func TestCancelOfAScheduledTimeoutIsUnlinkedWithinATick(t *testing.T) {
+func TestCancelOfAScheduledTimeoutIsUnlinkedAtTheNextTickHandled(t *testing.T) {
 	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 64})
 	defer stopTimer(t, tm)
 	near := c.schedule(t, tm, TaskFunc(func(*Timeout) { t.Error("a cancelled task ran") }), 30*testTick)
@@ -325,13 +325,65 @@ func TestCancelOfAScheduledTimeoutIsUnlinkedWithinATick(t *testing.T) {
 	if near.next == nil || far.next == nil {
 		t.Fatal("the timeouts are not in buckets after a tick")
 	}
-	// The worker is idle (sleeping until near's tick); Cancel wakes it so that the memory goes now.
+	// The worker is idle (sleeping until near's tick); Cancel does not wake it: the memory goes when it next
+	// handles a tick (here: a timeout due sooner wakes it).
+	wakes := tm.wakes.Load()
 	if !c.cancel(t, tm, near) || !c.cancel(t, tm, far) {
 		t.Fatal("Cancel = false")
 	}
+	if tm.wakes.Load() != wakes {
+		t.Fatal("Cancel woke the idle worker")
+	}
+	c.schedule(t, tm, TaskFunc(func(*Timeout) {}), testTick)
+	c.step(t, testTick)
 	c.step(t, testTick)
 	if near.next != nil || far.next != nil || bucketed(tm) != 1 {
-		t.Fatalf("a tick after Cancel the timeouts are still linked (%d in buckets, want the sentinel)", bucketed(tm))
+		t.Fatalf("after a tick handled, the cancelled timeouts are still linked (%d in buckets, want the sentinel)",
+			bucketed(tm))
+	}
+}
+
+// An idle worker is not woken by a timeout due after its own wake-up, nor by cancellations, until a thousand of
+// them queued up; one due sooner wakes it at once.
+func TestAnIdleWorkerIsWokenOnlyWhenItMustBe(t *testing.T) {
+	tm, c := newManualTimer(t, Config{Tick: testTick, WheelSize: 64})
+	defer stopTimer(t, tm)
+	c.schedule(t, tm, TaskFunc(func(*Timeout) {}), 50*testTick)
+	c.step(t, testTick) // placed; the worker now sleeps, idle, until its tick
+	if !tm.idle.Load() {
+		t.Fatal("the worker is not idle with its only timeout 49 ticks away")
+	}
+	wakes := tm.wakes.Load()
+	var later []*Timeout
+	for range wakeBacklog / 2 {
+		later = append(later, c.schedule(t, tm, TaskFunc(func(*Timeout) {}), 100*testTick))
+	}
+	for _, to := range later[:wakeBacklog/4] {
+		c.cancel(t, tm, to)
+	}
+	if n := tm.wakes.Load() - wakes; n != 0 {
+		t.Fatalf("%d wake-ups for timeouts due after the worker's own wake-up", n)
+	}
+	for range wakeBacklog {
+		c.schedule(t, tm, TaskFunc(func(*Timeout) {}), 100*testTick)
+	}
+	if n := tm.wakes.Load() - wakes; n < 1 {
+		t.Fatalf("a backlog of additions did not wake the worker (queued %d, idle %v until %d)", tm.queued.Load(),
+			tm.idle.Load(), tm.idleUntil.Load())
+	}
+	c.step(t, testTick) // the backlog is placed; the worker is idle again until the first timeout's tick
+	if !tm.idle.Load() {
+		t.Fatal("the worker is not idle after placing the backlog")
+	}
+	wakes = tm.wakes.Load()
+	soon := newProbe(c, testTick)
+	c.schedule(t, tm, soon, testTick)
+	if n := tm.wakes.Load() - wakes; n != 1 {
+		t.Fatalf("a timeout due before the worker's wake-up woke it %d times, want 1", n)
+	}
+	c.step(t, 2*testTick)
+	if soon.runs.Load() != 1 {
+		t.Fatal("the timeout due soon did not run at its tick")
 	}
 }
 

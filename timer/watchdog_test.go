@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // The watchdog pattern: many lock entries, each re-arming its own renewal from inside its task, as rlock's watchdog
@@ -30,7 +28,7 @@ type watchdogRun struct {
 	period   time.Duration
 	stopping atomic.Bool
 	progress atomic.Int64
-	late     *hdrhistogram.Histogram // microseconds
+	late     *latencyHist // microseconds
 	early    int64
 	errs     int64
 }
@@ -41,7 +39,7 @@ func (c *watchdogChain) Run(*Timeout) {
 	if late < 0 {
 		w.early++
 	}
-	_ = w.late.RecordValue(max(late.Microseconds(), 0))
+	w.late.RecordValue(max(late.Microseconds(), 0))
 	c.runs++
 	w.progress.Add(1)
 	if w.stopping.Load() {
@@ -65,7 +63,7 @@ func TestWatchdogPatternKeepsEveryChainAlive(t *testing.T) {
 		chains, dur = 5_000, 3*time.Second
 	}
 	const period = 300 * time.Millisecond
-	w := &watchdogRun{tm: New(Config{}), period: period, late: hdrhistogram.New(1, 60_000_000, 3)}
+	w := &watchdogRun{tm: New(Config{}), period: period, late: newLatencyHist()}
 	cs := make([]*watchdogChain, chains)
 	for i := range cs {
 		// Spread the first renewals over one period, as locks acquired at different times are.

@@ -1,6 +1,9 @@
 package timer
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // run is the worker: the one goroutine that owns the wheel and runs every task. For each tick it processes, it
 // cascades the far ring into the wheel at the start of a rotation, unlinks cancelled timeouts, places queued
@@ -74,22 +77,32 @@ func (t *Timer) plan(tick int64) (next int64, idle bool) {
 	if t.cancelBacklog != nil {
 		return tick, false
 	}
+	next = t.nextSet(0, tick)
+	if r := t.nextSet(t.mask+1, (tick+t.mask)>>t.shift); r >= 0 && (next < 0 || r<<t.shift < next) {
+		next = r << t.shift // the first rotation start at or after tick whose far bucket is occupied
+	}
+	if next == tick {
+		return tick, false
+	}
+	// The plan first, then idle: a NewTimeout that sees idle also sees the plan it compares its deadline with.
+	until := next
+	if next < 0 {
+		until = math.MaxInt64
+	}
+	t.idleUntil.Store(until)
+	t.queued.Store(0)
 	t.idle.Store(true)
 	// Checked after idle is set, so that a NewTimeout or Cancel racing with us either is seen here or sees idle.
 	if !t.adds.empty() || !t.cancels.empty() {
 		t.idle.Store(false)
 		return tick, false
 	}
-	next = t.nextSet(0, tick)
-	if r := t.nextSet(t.mask+1, (tick+t.mask)>>t.shift); r >= 0 && (next < 0 || r<<t.shift < next) {
-		next = r << t.shift // the first rotation start at or after tick whose far bucket is occupied
-	}
-	if next == tick {
-		t.idle.Store(false)
-		return tick, false
-	}
 	return next, true
 }
+
+// wakeBacklog is how many additions (due after the idle worker's own wake-up) and cancellations may queue before
+// they wake it: the queues' memory stays bounded however long the worker sleeps.
+const wakeBacklog = 1024
 
 // waitForTickEnd waits until the clock has passed the end of tick (forever if tick is -1) and returns the time it
 // read then. ok is false if Stop came first; woken is true if an idle wait was cut short by a NewTimeout or Cancel.
@@ -131,6 +144,7 @@ func (t *Timer) waitForTickEnd(tick int64, idle bool) (now int64, ok, woken bool
 // at the end of this tick. Only the first caller to see it idle sends a token, and never blocks.
 func (t *Timer) wakeIfIdle() {
 	if t.idle.Load() && t.idle.CompareAndSwap(true, false) {
+		t.wakes.Add(1)
 		select {
 		case t.wake <- struct{}{}:
 		default: // a token is already waiting

@@ -10,14 +10,24 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
-// newGoredisClient returns a go-redis client with its defaults (PoolSize 10
-// per GOMAXPROCS, no pipelining: what redsync's and redislock's users get) and
-// a hook counting the commands it sends.
-func newGoredisClient(ctx context.Context, addr string) (*redis.Client, *cmdCount, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+// goredisPoolSize is the go-redis pool of a case with g goroutines per
+// process: at least one connection per goroutine (a blocked caller waits for
+// a free connection otherwise: go-redis' maintainers size the pool to the
+// concurrency), and never below its default at GOMAXPROCS=2 (10 per CPU), so
+// that it does not shrink with GOMAXPROCS.
+func goredisPoolSize(g int) int { return max(g, 20) }
+
+// goredisConfig describes the client newGoredisClient builds.
+var goredisConfig = "go-redis " + version("github.com/redis/go-redis/v9") +
+	" PoolSize max(G, 20) (G = goroutines per process), otherwise its defaults (no pipelining)"
+
+// newGoredisClient returns a go-redis client with its defaults but the pool
+// (goredisPoolSize) and a hook counting the commands it sends.
+func newGoredisClient(ctx context.Context, addr string, goroutines int) (*redis.Client, *cmdCount, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: goredisPoolSize(goroutines)})
 	n := &cmdCount{}
 	c.AddHook(n)
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -61,7 +71,7 @@ type goredisTransport struct {
 }
 
 func newRawGoredis(ctx context.Context, cfg workload.Config) (workload.Library, error) {
-	c, n, err := newGoredisClient(ctx, cfg.Addr)
+	c, n, err := newGoredisClient(ctx, cfg.Addr, cfg.Goroutines)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +79,8 @@ func newRawGoredis(ctx context.Context, cfg workload.Config) (workload.Library, 
 		workload.AcquireScript: redis.NewScript(workload.AcquireScript.Src),
 		workload.ReleaseScript: redis.NewScript(workload.ReleaseScript.Src),
 	}}
-	return workload.NewRawLock(t, cfg.Lease), nil
+	return rawLock{workload.NewRawLock(t, cfg.Lease), goredisConfig + "; rlock's scripts by Script.Run " +
+		"(EVALSHA), a PubSub per waited unlock channel; owner, keys and arguments built once per goroutine"}, nil
 }
 
 func (t *goredisTransport) Eval(ctx context.Context, s *workload.Script, keys []string, args ...string) (workload.Reply, error) {
@@ -122,3 +133,14 @@ func (t *goredisTransport) Subscribe(ctx context.Context, channel string, onMess
 }
 
 func (t *goredisTransport) Close() error { return t.c.Close() }
+
+// rawLock is the raw baselines' Library: workload.RawLock with its
+// transport's configuration (workload.Describer).
+type rawLock struct {
+	*workload.RawLock
+	config string
+}
+
+func (r rawLock) Describe() string { return r.config }
+
+var _ workload.Binder = rawLock{}

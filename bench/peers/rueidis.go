@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
-	"github.com/locksmith-go/locksmith/bench/workload"
+	"github.com/locksmith-go/locksmith/bench/internal/workload"
 )
 
 // countingClient wraps a rueidis.Client and counts the commands sent through
@@ -21,6 +24,12 @@ type countingClient struct {
 
 func (c countingClient) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	c.n.Add(1)
+	if slot, ok := ctx.Value(valueSlotKey{}).(*valueSlot); ok {
+		args := slices.Clone(cmd.Commands()) // copied before Do: rueidis may recycle the command afterwards
+		res := c.Client.Do(ctx, cmd)
+		slot.record(args, res)
+		return res
+	}
 	return c.Client.Do(ctx, cmd)
 }
 
@@ -34,15 +43,40 @@ func (c countingClient) Receive(ctx context.Context, subscribe rueidis.Completed
 	return c.Client.Receive(ctx, subscribe, fn)
 }
 
-// rueidisTransport runs the raw baseline on rueidis with its defaults
-// (auto-pipelining): rlock's own lock scripts by EVALSHA (Lua.Exec).
+// rueidisPipelineMultiplex is the rueidis pipeline multiplex of every
+// rueidis-based adapter: 2^1 = 2 pipelined connections, rueidis' default at
+// GOMAXPROCS 2..3, set so that it does not shrink to one connection at
+// GOMAXPROCS=1 (locksmith's pool is 2 connections too).
+const rueidisPipelineMultiplex = 1
+
+// rueidisConfig describes the client options of the rueidis-based adapters.
+var rueidisConfig = "rueidis " + version("github.com/redis/rueidis") +
+	" PipelineMultiplex 1 (2 pipelined connections), auto-pipelining"
+
+// flushDelay is raw rueidis' MaxFlushDelay in its "flush" variant: the 20 µs
+// its option's documentation suggests (fewer syscalls under load for some
+// latency).
+const flushDelay = 20 * time.Microsecond
+
+// rueidisTransport runs the raw baseline on rueidis (auto-pipelining):
+// rlock's own lock scripts by EVALSHA (Lua.Exec).
 type rueidisTransport struct {
 	c       countingClient
 	scripts map[*workload.Script]*rueidis.Lua
 }
 
 func newRawRueidis(ctx context.Context, cfg workload.Config) (workload.Library, error) {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{cfg.Addr}})
+	opt := rueidis.ClientOption{InitAddress: []string{cfg.Addr}, PipelineMultiplex: rueidisPipelineMultiplex}
+	config := rueidisConfig + ", MaxFlushDelay 0 (its default)"
+	switch cfg.Variant {
+	case "":
+	case "flush":
+		opt.MaxFlushDelay = flushDelay
+		config = rueidisConfig + ", MaxFlushDelay 20 µs"
+	default:
+		return nil, fmt.Errorf("rueidis: unknown variant %q (have flush)", cfg.Variant)
+	}
+	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, err
 	}
@@ -50,7 +84,8 @@ func newRawRueidis(ctx context.Context, cfg workload.Config) (workload.Library, 
 		workload.AcquireScript: rueidis.NewLuaScript(workload.AcquireScript.Src),
 		workload.ReleaseScript: rueidis.NewLuaScript(workload.ReleaseScript.Src),
 	}}
-	return workload.NewRawLock(t, cfg.Lease), nil
+	return rawLock{workload.NewRawLock(t, cfg.Lease), config + "; rlock's scripts by Lua.Exec (EVALSHA), " +
+		"Receive per waited unlock channel; owner, keys and arguments built once per goroutine"}, nil
 }
 
 func (t *rueidisTransport) Commands() (uint64, bool) { return t.c.n.Load(), true }

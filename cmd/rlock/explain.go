@@ -32,6 +32,10 @@ func describe(err error, addr, name string) failure {
 		notLock *notLockError
 	)
 	switch {
+	case errors.As(err, &connErr) && errors.Is(err, conn.ErrInvalidConfig):
+		// The server refused the connection's configuration (TLS against a plain server or the reverse, a
+		// certificate, the database): conn's message says which and what to change.
+		return failure{exitUnavailable, fmt.Sprintf("Redis refused the connection: %v", connErr.Err)}
 	case errors.Is(err, conn.ErrInvalidConfig):
 		return failure{exitUsage, fmt.Sprintf("invalid -addr (or REDIS_URL): %v; use redis://[user:password@]host:port[/db] "+
 			"or rediss://... for TLS", err)}

@@ -1,0 +1,80 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/future"
+)
+
+// An async acquire is abandoned by cancelling its own context; Get's context bounds only the wait for the future.
+// 1,000 acquires queued behind a holder are given up on after a short Get, abandoned that way while the holder
+// unlocks (so that some are granted before their cancellation, some while it is in flight), and a grant that came
+// first is given back from OnComplete, as the package documentation shows. Afterwards nobody holds the lock: not
+// the server, not the client's bookkeeping.
+func TestThousandAbandonedAsyncAcquiresLeaveNoHold(t *testing.T) {
+	srv := startServer(t)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 60*time.Second)
+	l := c.Lock("abandon")
+	holder := mustLock(t, l, ctx)
+
+	const n = 1000
+	futs := make([]*future.Future[context.Context], n)
+	abandon := make([]context.CancelFunc, n)
+	for i := range n {
+		var acq context.Context
+		acq, abandon[i] = context.WithCancel(ctx)
+		futs[i] = l.LockAsync(acq)
+	}
+	wait, stop := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer stop()
+	for i, f := range futs {
+		if _, err := f.Get(wait); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("acquire %d: Get = %v, want the wait's deadline (the holder holds the lock)", i, err)
+		}
+	}
+	if s := c.Stats(); s.Waiters != n {
+		t.Fatalf("Stats().Waiters = %d after the Gets gave up, want %d: Get's context does not end the acquire", s.Waiters, n)
+	}
+
+	var givenBack, abandoned atomic.Int64
+	unlocked := make(chan error, 1)
+	for i, f := range futs {
+		if i == n/2 {
+			go func() { unlocked <- l.Unlock(holder) }() // owner: this test; returns with the Unlock
+		}
+		abandon[i]()
+		f.OnComplete(func(held context.Context, err error) {
+			switch {
+			case err == nil: // granted before its context was cancelled: the caller's to give back
+				givenBack.Add(1)
+				l.UnlockAsync(held)
+			case errors.Is(err, context.Canceled):
+				abandoned.Add(1)
+			default:
+				t.Errorf("abandoned acquire: %v", err)
+			}
+		})
+	}
+	if err := <-unlocked; err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "no hold left, on the server and in the client", func() bool {
+		n, _ := srv.DoInt(context.Background(), "EXISTS", "abandon")
+		s := c.Stats()
+		return n == 0 && s.Held == 0 && s.Waiters == 0
+	})
+	if got := givenBack.Load() + abandoned.Load(); got != n {
+		t.Fatalf("%d futures completed, want %d", got, n)
+	}
+	t.Logf("%d acquires failed with context.Canceled, %d were granted first and given back", abandoned.Load(),
+		givenBack.Load())
+	// The lock is free for anyone.
+	if _, err := l.TryLock(ctx, 0, 0); err != nil {
+		t.Fatalf("TryLock after the abandoned acquires: %v", err)
+	}
+}

@@ -1,0 +1,289 @@
+package rlock
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/resp"
+)
+
+// The client side of the plain lock's queue of waiters (lockqueue_scripts.go has the server side and its layout).
+//
+// Why a queue on the server. A lock is contended between processes, or a sync.Mutex would do. When every waiting
+// process learns of a release from the lock's channel, every release wakes one waiter in every process: they all
+// attempt, one wins, the rest go back to sleep — work that grows with the number of processes while the lock
+// passes no faster (a herd), and the waiter that wins is the one whose attempt arrives first, not the one that
+// waited longest. ZooKeeper's lock recipe and etcd's concurrency.Mutex avoid both by ordering the waiters on the
+// server and having each watch only its predecessor. Here the waiters of every client are queued beside the lock,
+// in its hash slot, by their refused attempt (so queuing costs no extra command), and the release script grants
+// the lock to the head of the queue in the same step and tells that waiter's client on the client's own grant
+// channel: a hand-over costs one script and one message, whichever process the next waiter lives in, nobody else
+// wakes, and waiters are served first come, first served across processes. When the head is a waiter of the
+// releasing client itself, the release's reply says so and no message is published (the in-process hand-off, one
+// round trip).
+//
+// A waiter keeps its entry alive by attempting again every refresh interval (a third of the liveness window, or of
+// its lease when shorter); an entry nobody refreshed for the liveness window is dropped by the next script that
+// looks at the head, so a waiter whose process died blocks the others for at most that window. A waiter that gives
+// up takes its entry out (leaveSrc), and releases the lock if it was granted in the meantime. A grant message that
+// is lost (the subscription was down) costs the waiter at most its refresh interval: its next attempt finds the
+// hold and claims it instead of re-entering it (acquireSrc, ARGV[5]).
+
+// Timing of the queue. The liveness window is also the lease of a watchdog lock handed to a waiter (the watchdog's
+// first renewal follows within a third of it), so that a grant to a waiter whose process died in the meantime
+// keeps the lock for at most the window, not the whole watchdog timeout.
+const (
+	queueLiveness = 5 * time.Second
+	// queueLinger is how long a client keeps a lock's subscriptions after its last local waiter left: a process
+	// whose goroutine waits again right after each hold (a contended loop) keeps them instead of subscribing and
+	// unsubscribing around every wait.
+	queueLinger = time.Second
+)
+
+var queueLivenessArg = strconv.FormatInt(queueLiveness.Milliseconds(), 10)
+
+// wakeEntryArg is the entry kind of a waiter that takes the lock with its own attempt (a fenced lock's, or any
+// plain waiter while grants wait for replicas): only woken, never granted by someone else, so its lease is unused.
+const wakeEntryArg = "w0"
+
+// The queue's part of a lock call: its nonce identifies the call in its client's grant messages — the owner's id
+// when the owner was made for the call, else a number drawn for it (lockCall.nonceMinted; kept in lockCall.token
+// while the call waits) — and lockCall.wakeOnly says that its entry is a 'w' one. The rest is derived when needed,
+// to keep the call in its allocation size class.
+
+// initQueueCall prepares lc's queue entry. Called before lc is shared.
+func (lc *lockCall) initQueueCall(own owner) {
+	c := lc.sh.c
+	if lc.noWait {
+		return
+	}
+	if !own.fresh {
+		// From the owner ids' counter: never one of this client's fresh owner ids.
+		lc.token = int64(mintedOwnerBase + c.nextOwner.Add(1))
+		lc.nonceMinted = true
+	}
+	// A fenced waiter needs its token from its own script; a grant waiting for replicas needs its WAIT.
+	lc.wakeOnly = lc.lo.rules != nil || c.synced()
+}
+
+// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, which is never queued.
+func (lc *lockCall) entryArg() string {
+	switch {
+	case lc.noWait:
+		return ""
+	case lc.wakeOnly:
+		return wakeEntryArg
+	}
+	return lc.sh.c.grantEntryArg(lc.grantLease())
+}
+
+// nonceArg is the script argument for the call's nonce: "" when it is the owner's id.
+func (lc *lockCall) nonceArg() string {
+	if !lc.nonceMinted {
+		return ""
+	}
+	return strconv.FormatInt(lc.token, 10)
+}
+
+// nonce is the call's queue nonce (see nonceArg).
+func (lc *lockCall) nonce() uint64 {
+	if lc.nonceMinted {
+		return uint64(lc.token)
+	}
+	n, _ := strconv.ParseUint(lc.owner[strings.LastIndexByte(lc.owner, ':')+1:], 10, 64)
+	return n
+}
+
+// hasNonce reports whether the call's nonce is n, whose decimal form is d, without parsing its owner id.
+func (lc *lockCall) hasNonce(n uint64, d string) bool {
+	if lc.nonceMinted {
+		return uint64(lc.token) == n
+	}
+	o := lc.owner
+	return len(o) > len(d) && o[len(o)-len(d)-1] == ':' && o[len(o)-len(d):] == d
+}
+
+// grantLease is the lease a grant to the call by someone else's script applies: the call's lease, or, for the
+// watchdog, the queue's liveness window when shorter (the first renewal follows within a third of it).
+func (lc *lockCall) grantLease() time.Duration {
+	if lc.watchdog {
+		return lc.sh.c.watchdogGrant.lease
+	}
+	return lc.lease
+}
+
+// grantEntryArg is "g<lease in ms>", the entry kind of a waiter that may be granted the lock with that lease. The
+// watchdog's is made once; others are cached one at a time (a process usually waits with one or two leases).
+func (c *Client) grantEntryArg(lease time.Duration) string {
+	if lease == c.watchdogGrant.lease {
+		return c.watchdogGrant.arg
+	}
+	if e := c.lastGrant.Load(); e != nil && e.lease == lease {
+		return e.arg
+	}
+	e := &leaseArgEntry{lease: lease, arg: "g" + strconv.FormatInt(lease.Milliseconds(), 10)}
+	c.lastGrant.Store(e)
+	return e.arg
+}
+
+// leaseArgEntry is a lease and its entry argument.
+type leaseArgEntry struct {
+	lease time.Duration
+	arg   string
+}
+
+// grantCache holds the entry arguments grantEntryArg reuses.
+type grantCache struct {
+	watchdogGrant leaseArgEntry
+	lastGrant     atomic.Pointer[leaseArgEntry]
+}
+
+// refreshEvery is how often a queued waiter attempts again to keep its entry alive (and to claim a grant whose
+// message it missed).
+func (lc *lockCall) refreshEvery() time.Duration {
+	return max(min(queueLiveness, lc.grantLease())/3, time.Millisecond)
+}
+
+// claimArg is ARGV[5] of an attempt: "1" once the call has been queued, so that a grant made to it is claimed
+// (see acquireSrc). Called without the shard mutex, after the attempt began (queued is written before).
+func (lc *lockCall) claimArg() string {
+	if lc.queued {
+		return "1"
+	}
+	return "0"
+}
+
+// queuedRefusal decodes a queued waiter's refusal: the head waits for the lock's release, bounded by its PTTL and
+// its refresh interval; a waiter behind it only for its refresh.
+func (lc *lockCall) queuedRefusal(ms int64) outcome {
+	every := lc.refreshEvery()
+	if ms == queuedNotHead {
+		return outcome{bound: every, queued: true}
+	}
+	return outcome{bound: min(ttlBound(ms), every), queued: true}
+}
+
+// The grant messages. A client's grant channel carries "g<nonce>" (the waiter with that nonce holds the lock now)
+// and "w<nonce>" (it should attempt now).
+
+// onGrantMessage handles a message on q's grant channel, or the news that it was subscribed again. It runs on the
+// event loop.
+func (q *queue) onGrantMessage(m conn.Message) {
+	if m.Kind != conn.KindMessage {
+		q.onMessage(m) // resubscribed: treated as on the unlock channel
+		return
+	}
+	p := m.Payload
+	if len(p) < 2 || (p[0] != 'g' && p[0] != 'w') {
+		return
+	}
+	nonce, err := strconv.ParseUint(p[1:], 10, 64)
+	if err != nil {
+		return
+	}
+	q.sh.mu.Lock()
+	if q.dead {
+		q.sh.mu.Unlock()
+		return
+	}
+	w, granted := q.deliverLocked(nonce, p[1:], p[0] == 'g')
+	q.sh.mu.Unlock()
+	w.act(granted)
+}
+
+// deliverLocked applies a grant (granted) or a wake-up to the waiter with nonce. An idle waiter is returned, marked
+// attempting, for the caller to act on once the shard mutex is released (act): settled with the grant, or sent an
+// attempt. A waiter whose attempt is in flight learns it when that attempt's reply comes; a waiter this client does
+// not know yet (its first refusal is still on the way) finds it when it joins. Called with the shard mutex.
+func (q *queue) deliverLocked(nonce uint64, digits string, granted bool) (*waiter, bool) {
+	for w := q.head; w != nil; w = w.next {
+		lc, ok := w.call.(*lockCall)
+		if !ok || !lc.hasNonce(nonce, digits) {
+			continue
+		}
+		switch w.state {
+		case wIdle:
+			if granted {
+				// Settled as the reply of an attempt would be; the grant came after its last refused attempt ran
+				// (sentAt still says when that was sent).
+				w.state = wAttempting
+				w.stopTimerLocked()
+				return w, true
+			}
+			w.again = false
+			w.beginAttemptLocked()
+			return w, false
+		case wAttempting:
+			if granted {
+				w.grantMsg = true
+			} else {
+				w.again = true
+			}
+		}
+		return nil, false
+	}
+	if q.pending == nil {
+		q.pending = make(map[uint64]pendingMessage)
+	}
+	m := q.pending[nonce]
+	q.pending[nonce] = pendingMessage{granted: m.granted || granted, at: q.c.now()}
+	return nil, false
+}
+
+// act carries out what deliverLocked decided for w (nil: nothing). Called without the shard mutex.
+func (w *waiter) act(granted bool) {
+	switch {
+	case w == nil:
+	case granted:
+		lc := w.call.(*lockCall)
+		lc.settle(lc.grantedByOther(), false)
+	default:
+		w.call.send()
+	}
+}
+
+// grantedByOther is the outcome of a grant someone else's script made to lc: one hold, with lc's grant lease,
+// counted from lc's last refused attempt (the grant came after it ran).
+func (lc *lockCall) grantedByOther() outcome {
+	return outcome{granted: true, count: 1, handoff: true, lease: lc.grantLease()}
+}
+
+// leave takes lc's entry out of the server's queue after lc gave up without a grant (or its attempt's outcome is
+// unknown), and releases a grant made to it meanwhile. Retried on transport failures until it is confirmed, or the
+// entry and any grant to it have expired by themselves.
+func (lc *lockCall) leave() {
+	c := lc.sh.c
+	give := c.now() + queueLiveness + lc.lease
+	var try func()
+	try = func() {
+		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
+			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
+			if err == nil || c.closed.Load() {
+				return
+			}
+			if c.now() >= give {
+				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
+					"lock", lc.lo.name, "owner", lc.owner, "err", err)
+				return
+			}
+			c.after(c.cfg.RetryDelay, func(closed bool) {
+				if !closed {
+					try()
+				}
+			})
+		})
+	}
+	try()
+}
+
+// entryArgOrWake is the entry argument lc was queued with (a try that failed ambiguously was never queued; its
+// leave only looks for a grant).
+func (lc *lockCall) entryArgOrWake() string {
+	if lc.noWait {
+		return wakeEntryArg
+	}
+	return lc.entryArg()
+}

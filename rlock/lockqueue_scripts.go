@@ -1,0 +1,301 @@
+package rlock
+
+import (
+	"strconv"
+
+	"github.com/locksmith-go/locksmith/conn"
+)
+
+// The plain lock's scripts. The lock itself is Redisson's (see scripts.go); beside it, in its hash slot, this
+// package keeps a queue of the waiters of every client, so that a release passes the lock to the waiter that came
+// first, whichever process it lives in, in the same step:
+//
+//	lock      HASH <name>, field <clientUUID>:<ownerID> -> hold count, PEXPIRE = lease (Redisson's)
+//	channel   redisson_lock__channel:{<name>}, unlock message "0" (Redisson's)
+//	queue     LIST locksmith_lock_queue:{<name>}: waiting entries, first come first served
+//	deadlines ZSET locksmith_lock_timeout:{<name>}: entry -> the instant (Unix ms, server clock) after which it
+//	          counts as gone; also the members ':chain' (when the current run of hand-overs began) and ':gap'
+//	          (until when the lock is left to clients that do not queue)
+//	grants    channel locksmith_lock__channel:{<name>}:<clientUUID>, one per client: "g<nonce>" says that the
+//	          waiter <nonce> of that client holds the lock now, "w<nonce>" that it should attempt now
+//
+// A queue entry is "<kind><lease>:<nonce>:<owner>": kind 'g' for a waiter the lock may be granted to by someone
+// else's script (the release, or another client's attempt that finds the lock free), with that lease in
+// milliseconds; kind 'w' for a waiter that must take the lock with its own attempt (a fenced lock's waiter needs
+// its token from its own script; with Config.SyncReplicas every grant must be followed by WAIT), which is only
+// woken. nonce is unique per call within its client, so a message can never be mistaken for another call's.
+//
+// Every script names all five keys (lock, unlock channel, queue, deadlines, grant-channel prefix) in this order,
+// so that a Redis Cluster and any proxy route them together; they share the lock's hash tag.
+//
+// The uncontended path stays what it was: an acquire that finds neither lock nor queue, and a release that finds
+// no queue, run no other command than Redisson's script would (one EXISTS more each).
+
+// queueClockLua defines the functions the queued paths share. clock() reads the server's time in Unix
+// milliseconds once per script (TIME, under effects replication: see the fair lock's scripts), live() drops from
+// the head of the queue every entry whose deadline passed and returns the first live one (nil when none is left).
+// When the queue empties (emptied), the ':chain' and ':gap' members go, and the grant records that may remain in
+// the deadline set (see queueHandOverLua) expire with it after markerMillis unless the queue fills again first
+// (an entry queued into an empty queue makes the set persistent again).
+const queueClockLua = `local now
+local function clock()
+  if not now then
+    redis.replicate_commands()
+    local t = redis.call('time')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
+local function emptied()
+  redis.call('zrem', KEYS[4], ':chain', ':gap')
+  if redis.call('exists', KEYS[4]) == 1 then
+    redis.call('pexpire', KEYS[4], ` + markerMillis + `)
+  end
+end
+local function live()
+  clock()
+  while true do
+    local e = redis.call('lindex', KEYS[3], 0)
+    if not e then
+      emptied()
+      return nil
+    end
+    local d = redis.call('zscore', KEYS[4], e)
+    if d and tonumber(d) > now and string.match(e, '^[gw]%d+:%d+:.+:') then return e end
+    redis.call('lpop', KEYS[3])
+    redis.call('zrem', KEYS[4], e)
+  end
+end
+local function parse(e)
+  local k, l, n, o = string.match(e, '^([gw])(%d+):(%d+):(.+)$')
+  return k, l, n, o, string.match(o, '^(.*):')
+end
+local function dequeue(e)
+  redis.call('lpop', KEYS[3])
+  redis.call('zrem', KEYS[4], e)
+  if redis.call('llen', KEYS[3]) == 0 then emptied() end
+end
+`
+
+// queueHandOverLua defines handOver(e, mine): the lock is free and e is the live head of the queue. A 'g' entry is
+// granted the lock (hold count 1, its lease) and leaves the queue; a 'w' entry stays and is told to attempt. The
+// entry's client is told on its grant channel — unless it is mine (the client running the script, which learns it
+// from the reply) and granted: then nothing is published. It returns whether the lock was granted, and the entry's
+// nonce when it went to a waiter of mine (else false). A grant to an entry whose nonce is not its owner's id (an
+// owner that other calls may share) is recorded as the member ':g:<owner>' of the deadline set, scored with the
+// nonce, so that a hold of that owner can later be told to be this grant (grantedLua).
+const queueHandOverLua = `local function handOver(e, mine)
+  local k, l, n, o, u = parse(e)
+  if k == 'g' then
+    dequeue(e)
+    redis.call('hset', KEYS[1], o, 1)
+    redis.call('pexpire', KEYS[1], l)
+    if n ~= string.match(o, ':([^:]*)$') then
+      redis.call('zadd', KEYS[4], n, ':g:' .. o)
+    end
+    if u == mine then return true, n end
+  end
+  redis.call(publish, KEYS[5] .. ':' .. u, k .. n)
+  return k == 'g', false
+end
+`
+
+// queuePassOnLua defines passOn(mine): the last hold of the lock was just released by a client whose UUID is
+// mine ("" for none), and the queue exists. With nobody live in it, the lock is deleted and the unlock message
+// published (Redisson's release). Otherwise the lock goes to the head (handOver) without ever being free — unless
+// hand-overs have kept it taken for chainMillis: then it is deleted and published, and left for gapMillis to
+// clients that do not queue (a Redisson client on the same name, woken by the unlock message), so that they are
+// never starved by a queue that never empties; the head is told to attempt, and gets it when the gap ends if
+// nobody else took it. Returns the head's nonce (a string) when the lock went to a waiter of mine, 2 when it went to
+// a waiter of another client, else 1.
+const queuePassOnLua = `local function passOn(mine)
+  local head = live()
+  if not head then
+    redis.call('del', KEYS[1])
+    redis.call(publish, KEYS[2], '0')
+    return 1
+  end
+  local chain = redis.call('zscore', KEYS[4], ':chain')
+  if not chain then
+    redis.call('zadd', KEYS[4], now, ':chain')
+  elseif now - tonumber(chain) >= ` + chainMillis + ` then
+    redis.call('del', KEYS[1])
+    redis.call('zrem', KEYS[4], ':chain')
+    redis.call('zadd', KEYS[4], now + ` + gapMillis + `, ':gap')
+    redis.call(publish, KEYS[2], '0')
+    local k, l, n, o, u = parse(head)
+    redis.call(publish, KEYS[5] .. ':' .. u, 'w' .. n)
+    return 1
+  end
+  redis.call('del', KEYS[1])
+  local granted, nonce = handOver(head, mine)
+  if nonce then return nonce end
+  if granted then return 2 end
+  return 1
+end
+`
+
+// markerMillis is how long the deadline set outlives an emptied queue: its grant records are needed until the
+// grantee claims the grant or leaves, within a liveness window (twice queueLiveness: a test checks).
+const markerMillis = "10000"
+
+// The fairness bound for clients that do not queue (see queuePassOnLua). A gap costs the queue's waiters at most
+// gapMillis per chainMillis of uninterrupted contention (0.5 %).
+const (
+	chainMillis = "1000"
+	gapMillis   = "5"
+)
+
+// queuedNotHead is the reply of an acquire attempt that was refused and is queued behind another waiter: it will
+// be granted or told to attempt on its client's grant channel, and keeps its entry alive by attempting again at
+// its refresh interval. A refused head gets the lock's PTTL instead (its bound: a lock that expires publishes
+// nothing), and a refused try its PTTL as ever.
+const queuedNotHead = -3
+
+// acquireSrc creates or re-enters the lock; otherwise it queues the caller (or refreshes its entry) and says how
+// long to wait at most.
+//
+//	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
+//	ARGV[1] lease in milliseconds
+//	ARGV[2] owner (<clientUUID>:<ownerID>)
+//	ARGV[3] the first part of the caller's queue entry, <kind><lease> (see above); "" for a try without waiting,
+//	        which is never queued
+//	ARGV[4] the entry's liveness window in milliseconds: it is dropped when no attempt refreshed it for that long
+//	ARGV[5] "1" when the caller has been queued: a hold of the owner that is the grant made to its entry while it
+//	        waited (grantedLua) is claimed — its lease re-armed, its count reported — instead of re-entered; a hold
+//	        of the owner that is not (another call shares the owner) is re-entered, and the entry leaves the queue
+//	ARGV[6] the entry's nonce; "" when it is the owner's id (an owner made for this call)
+//	last ARGV: the publish command (publishLua)
+//
+// Reply: a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a key
+// without expiry, -2: none) for a try and for the head of the queue (or the time left of a gap), queuedNotHead for
+// a waiter behind the head. The lock is only taken when it is free and nobody live is queued, or the caller is the
+// head: a waiter never barges past the queue. A free lock whose head is another waiter is handed to that waiter
+// (or the waiter is woken) on the way, so a waiter whose wake-up was lost, or a lock that expired, never leaves the
+// queue stuck longer than the next attempt of anyone.
+var acquireSrc = queuedAcquireSrc(`local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[1])
+return tostring(n)`, `redis.call('pexpire', KEYS[1], ARGV[1])
+return redis.call('hget', KEYS[1], ARGV[2])`)
+
+// grantedLua is true when a hold of the owner ARGV[2] (it has one) is the grant made to the caller's entry: the
+// entry is no longer queued, and the owner is the call's own (ARGV[6] empty: nobody else can hold anything under
+// it) or the last grant to the owner was made to this very entry (its ':g:' record, which it takes).
+const grantedLua = `(not redis.call('zscore', KEYS[4], ` + entryLua + `) and (ARGV[6] == '' or
+  (tonumber(redis.call('zscore', KEYS[4], ':g:' .. ARGV[2]) or -1) == tonumber(ARGV[6]) and
+  redis.call('zrem', KEYS[4], ':g:' .. ARGV[2]) == 1)))`
+
+// entryLua is the caller's queue entry, built from ARGV[3], ARGV[6] and the owner ARGV[2] (see acquireSrc).
+const entryLua = `(ARGV[3] .. ':' .. (ARGV[6] ~= '' and ARGV[6] or string.match(ARGV[2], ':([^:]*)$')) .. ':' .. ARGV[2])`
+
+// queuedAcquireSrc builds an acquire of the plain layout with the queue (acquireSrc, and the fenced lock's):
+// grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim
+// the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[5].
+func queuedAcquireSrc(grant, claim string) string {
+	return publishLua + `if redis.call('exists', KEYS[1]) == 0 then
+  if redis.call('exists', KEYS[3]) == 0 then
+` + grant + `
+  end
+elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if ARGV[5] == '1' then
+    if ` + grantedLua + ` then
+` + claim + `
+    end
+    redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
+    redis.call('zrem', KEYS[4], ` + entryLua + `)
+  end
+` + grant + `
+elseif ARGV[3] == '' then
+  return redis.call('pttl', KEYS[1])
+end
+` + queueClockLua + queueHandOverLua + `local head = live()
+local bound = nil
+local entry = ARGV[3] ~= '' and ` + entryLua + `
+if redis.call('exists', KEYS[1]) == 0 then
+  local gap = tonumber(redis.call('zscore', KEYS[4], ':gap') or 0)
+  if gap > now then
+    bound = gap - now
+  elseif not head or head == entry then
+    if head then dequeue(head) end
+` + grant + `
+  else
+    handOver(head, '')
+  end
+end
+bound = bound or redis.call('pttl', KEYS[1])
+if not entry then return bound end
+if redis.call('zadd', KEYS[4], now + tonumber(ARGV[4]), entry) == 1 then
+  redis.call('rpush', KEYS[3], entry)
+  redis.call('persist', KEYS[4])
+end
+if redis.call('lindex', KEYS[3], 0) == entry then return bound end
+return ` + strconv.Itoa(queuedNotHead)
+}
+
+// releaseSrc releases one hold: it decrements the owner's hold count and re-arms the lease while holds remain;
+// the last hold's release passes the lock on (queuePassOnLua): to the head of the queue in the same step, or, with
+// nobody queued, by deleting it and publishing the unlock message.
+//
+//	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
+//	ARGV[1] owner
+//	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
+//	ARGV[3] lease in milliseconds, re-armed when holds remain
+//	ARGV[4] unlock message ("0")
+//	last ARGV: the publish command (publishLua)
+//
+// Reply: nil = the owner does not hold the lock; 0 = one hold released, others remain; 1 = released (the lock is
+// free, or its head was told to take it); 2 = released and granted to a queued waiter of another client; a bulk
+// string = released and granted to the queued waiter of this client whose nonce it holds; a negative integer -n = the owner holds n, not the count expected: nothing was
+// changed.
+//
+// Retry safety without a latch key. Redisson makes a retried unlock safe by writing a latch key
+// (redisson_unlock_latch:{name}:<requestId>) with the result on every unlock and checking it first, which costs a
+// GET and a SET PX per unlock and a short-lived key per unlock in memory. This script is made safe by its
+// condition instead: the client sends the count it knows it holds, so a retry of an attempt that already ran finds
+// count-1 (or no field at all: the lock was deleted or granted to the next waiter) instead of the expected count
+// and changes nothing. The scheme needs no extra key, and it is cheaper than Redisson's latch-free script too:
+// HGET replaces HEXISTS, and the last hold is deleted without the HINCRBY. Measured server cost: see the package
+// documentation, "Release and retries".
+const releaseSrc = publishLua + holdCountLua + decrementLua + `if redis.call('exists', KEYS[3]) == 0 then
+  redis.call('del', KEYS[1])
+  redis.call(publish, KEYS[2], ARGV[4])
+  return 1
+end
+` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[4], ':g:' .. ARGV[1])
+return passOn(string.match(ARGV[1], '^(.*):'))`
+
+// leaveSrc takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
+// of the queue. When the lock was granted to it meanwhile (grantedLua), the grant's hold is given back: one hold
+// of the owner (other calls sharing the owner may have re-entered it), released as a last hold is when it was the
+// last (passOn). When the leaver was the head and the lock is free, the new head is served. Safe to send again: a
+// second run finds nothing to do.
+//
+//	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
+//	ARGV[1] unused (the lease: the arguments are the acquire's, so that an attempt's arguments serve both)
+//	ARGV[2] owner
+//	ARGV[3] the first part of the waiter's queue entry, <kind><lease>
+//	ARGV[4] unused (the liveness window)
+//	ARGV[5] "1" when the waiter may have been queued: a grant made to it is looked for (see acquireSrc)
+//	ARGV[6] the entry's nonce, "" when it is the owner's id
+//	last ARGV: the publish command (publishLua)
+//
+// Reply: 2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither.
+const leaveSrc = publishLua + queueClockLua + queueHandOverLua + queuePassOnLua + `local removed = redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
+if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 and ` + grantedLua + ` then
+  if tonumber(redis.call('hget', KEYS[1], ARGV[2])) > 1 then
+    redis.call('hincrby', KEYS[1], ARGV[2], -1)
+  else
+    passOn('')
+  end
+  return 2
+end
+redis.call('zrem', KEYS[4], ` + entryLua + `)
+local head = live()
+if head and redis.call('exists', KEYS[1]) == 0 and
+    tonumber(redis.call('zscore', KEYS[4], ':gap') or 0) <= now then
+  handOver(head, '')
+end
+if removed > 0 then return 1 end
+return 0`
+
+var leaveScript = conn.NewScript(leaveSrc)

@@ -1,0 +1,240 @@
+package rlock
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+)
+
+// The plain lock's queue of waiters, script by script, against a real server. ownerA and ownerB share a client
+// UUID; ownerC is another client's.
+
+const queueLease = 30 * time.Second
+
+// queueAttempt is an attempt that queues the caller when refused: entry kind k ("g<ms>" or "w0"), its nonce the
+// owner's id.
+func queueAttempt(srv *scriptServer, name, owner, k string, claim bool) redistest.Reply {
+	c := "0"
+	if claim {
+		c = "1"
+	}
+	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner, k,
+		queueLivenessArg, c, "")
+}
+
+func leaveRaw(srv *scriptServer, name, owner, k string, claim bool) redistest.Reply {
+	c := "0"
+	if claim {
+		c = "1"
+	}
+	return srv.eval(leaveSrc, plainKeysOf(name), "0", owner, k, queueLivenessArg, c, "")
+}
+
+// entryOf is the queue entry acquireSrc builds for owner with kind k and no explicit nonce.
+func entryOf(owner, k string) string {
+	return k + ":" + owner[strings.LastIndexByte(owner, ':')+1:] + ":" + owner
+}
+
+func uuidOf(owner string) string { return owner[:strings.LastIndexByte(owner, ':')] }
+
+func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	const g = "g10000"
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, g, false), "1")
+	if n := srv.int("EXISTS", keys[keyQueue], keys[keyDeadlines]); n != 0 {
+		t.Fatalf("an uncontended acquire made %d queue keys", n)
+	}
+
+	// C (another client) comes first, then B (A's client): C is the head, B behind it.
+	if r := queueAttempt(srv, "lock", ownerC, g, false); r.Kind != redistest.KindInt || r.Int <= 0 {
+		t.Fatalf("the head's refusal %s, want the lock's PTTL", r)
+	}
+	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, g, false), queuedNotHead)
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 2 || q[0] != entryOf(ownerC, g) || q[1] != entryOf(ownerB, g) {
+		t.Fatalf("queue %q", q)
+	}
+	// An attempt again refreshes the entry, it does not queue it twice.
+	wantInt(t, "B again", queueAttempt(srv, "lock", ownerB, g, true), queuedNotHead)
+	if n := srv.int("LLEN", keys[keyQueue]); n != 2 {
+		t.Fatalf("queue length %d after a refresh", n)
+	}
+
+	grantsC := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerC)))
+	unlocks := srv.subscribe(keys[keyChannel])
+	// A releases: C gets the lock in the same step, with its entry's lease, and is told on its client's channel.
+	wantInt(t, "release to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerC] != "1" {
+		t.Fatalf("after the release: %v, want {%s: 1}", m, ownerC)
+	}
+	srv.wantPTTL("lock", 10*time.Second)
+	if _, got := grantsC.message(); got != "g"+ownerC[strings.LastIndexByte(ownerC, ':')+1:] {
+		t.Fatalf("C's client was told %q", got)
+	}
+	unlocks.quiet(keys[keyChannel]) // the lock was never free: nothing for other clients
+
+	// C claims the grant its attempt finds (as after a lost message): counted once, not re-entered.
+	wantBulk(t, "C claims", queueAttempt(srv, "lock", ownerC, g, true), "1")
+
+	// C releases: B's client is the releasing one? No: C's. B is told on its own client's channel.
+	grantsA := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerA)))
+	wantInt(t, "release to B", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 2)
+	if _, got := grantsA.message(); got != "g2" {
+		t.Fatalf("B's client was told %q", got)
+	}
+	// B releases with nobody queued: deleted and published, the queue's keys gone.
+	wantInt(t, "last release", releaseRaw(t, srv, "lock", ownerB, 1, queueLease), 1)
+	if n := srv.int("EXISTS", "lock", keys[keyQueue], keys[keyDeadlines]); n != 0 {
+		t.Fatalf("%d keys left after the last release", n)
+	}
+	if _, got := unlocks.message(); got != unlockMessage {
+		t.Fatalf("published %q", got)
+	}
+}
+
+func TestReleaseToAWaiterOfTheSameClientAnswersItsNonce(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	grants := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerA)))
+	queueAttempt(srv, "lock", ownerA, "g10000", false)
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	wantBulk(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), "2") // B's nonce: its id
+	grants.quiet(grantChannel(keys[keyGrants], uuidOf(ownerA)))                    // the reply said it
+	if m := srv.hash("lock"); m[ownerB] != "1" {
+		t.Fatalf("after the release: %v", m)
+	}
+}
+
+func TestAWaiterThatMustTakeTheLockItselfIsWokenNotGranted(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	grants := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerC)))
+	queueAttempt(srv, "lock", ownerA, "g10000", false)
+	queueAttempt(srv, "lock", ownerC, wakeEntryArg, false)
+	wantInt(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 1)
+	if _, got := grants.message(); got != "w7" {
+		t.Fatalf("C's client was told %q, want w7", got)
+	}
+	if n := srv.int("EXISTS", "lock"); n != 0 {
+		t.Fatal("a 'w' head was granted the lock")
+	}
+	// Somebody else's attempt on the free lock does not take it from the head: it wakes the head again.
+	wantInt(t, "B refused", queueAttempt(srv, "lock", ownerB, "g10000", false), queuedNotHead)
+	if _, got := grants.message(); got != "w7" {
+		t.Fatalf("C's client was told %q on B's attempt", got)
+	}
+	wantBulk(t, "C takes it", queueAttempt(srv, "lock", ownerC, wakeEntryArg, true), "1")
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 1 || q[0] != entryOf(ownerB, "g10000") {
+		t.Fatalf("queue %q after C took the lock", q)
+	}
+}
+
+func TestATryNeverQueuesAndNeverBargesPastTheQueue(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	queueAttempt(srv, "lock", ownerA, "g10000", false)
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	r := acquireRaw(t, srv, "lock", ownerC, queueLease)
+	if r.Kind != redistest.KindInt || r.Int <= 0 {
+		t.Fatalf("a try on a held lock: %s", r)
+	}
+	if n := srv.int("LLEN", keys[keyQueue]); n != 1 {
+		t.Fatalf("a try changed the queue to %d entries", n)
+	}
+	// The lock is freed by something that does not queue (a Redisson client's release, a force unlock): the next
+	// attempt of anyone passes it to the head first.
+	srv.do("DEL", "lock")
+	if r := acquireRaw(t, srv, "lock", ownerC, queueLease); r.Kind != redistest.KindInt {
+		t.Fatalf("a try with B queued on a free lock: %s, want a refusal", r)
+	}
+	if m := srv.hash("lock"); m[ownerB] != "1" {
+		t.Fatalf("the free lock was not handed to the head: %v", m)
+	}
+}
+
+func TestADeadWaiterIsDroppedWhenItsDeadlinePasses(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	queueAttempt(srv, "lock", ownerA, "g10000", false)
+	queueAttempt(srv, "lock", ownerC, "g10000", false) // will die
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	// C's deadline passes (its process died: no attempt refreshes it).
+	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-1, 10), entryOf(ownerC, "g10000"))
+	wantBulk(t, "release skips C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), "2")
+	if m := srv.hash("lock"); m[ownerB] != "1" {
+		t.Fatalf("after the release: %v", m)
+	}
+	if n := srv.int("EXISTS", keys[keyQueue], keys[keyDeadlines]); n != 0 {
+		t.Fatalf("%d queue keys left", n)
+	}
+}
+
+func TestLeavingTakesTheEntryOutAndGivesBackAGrant(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	queueAttempt(srv, "lock", ownerA, "g10000", false)
+	queueAttempt(srv, "lock", ownerC, "g10000", false)
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	wantInt(t, "C leaves", leaveRaw(srv, "lock", ownerC, "g10000", true), 1)
+	wantInt(t, "C leaves again", leaveRaw(srv, "lock", ownerC, "g10000", true), 0)
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 1 || q[0] != entryOf(ownerB, "g10000") {
+		t.Fatalf("queue %q", q)
+	}
+	// B is granted by A's release, then leaves before it learned it: the grant is released, nobody holds it.
+	releaseRaw(t, srv, "lock", ownerA, 1, queueLease)
+	wantInt(t, "B leaves its grant", leaveRaw(srv, "lock", ownerB, "g10000", true), 2)
+	if n := srv.int("EXISTS", "lock"); n != 0 {
+		t.Fatal("a left grant still holds the lock")
+	}
+	// Without the claim flag (the owner may hold the lock through another client) a hold is left alone.
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	wantInt(t, "B leaves, not claiming", leaveRaw(srv, "lock", ownerB, "g10000", false), 0)
+	if m := srv.hash("lock"); m[ownerB] != "1" {
+		t.Fatalf("a hold that was not claimed was released: %v", m)
+	}
+}
+
+func TestALongRunOfHandOversLeavesAGapForClientsThatDoNotQueue(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	unlocks := srv.subscribe(keys[keyChannel])
+	queueAttempt(srv, "lock", ownerA, "g10000", false)
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	queueAttempt(srv, "lock", ownerC, "g10000", false)
+	releaseRaw(t, srv, "lock", ownerA, 1, queueLease) // to B: the run of hand-overs starts
+	if srv.score(keys[keyDeadlines], ":chain") < 0 {
+		t.Fatal("no run start recorded")
+	}
+	// The run has lasted past chainMillis: B's release frees the lock for a gap and tells the unlock channel.
+	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-2000, 10), ":chain")
+	wantInt(t, "release into a gap", releaseRaw(t, srv, "lock", ownerB, 1, queueLease), 1)
+	if n := srv.int("EXISTS", "lock"); n != 0 {
+		t.Fatal("the lock was handed over at the end of a long run")
+	}
+	if _, got := unlocks.message(); got != unlockMessage {
+		t.Fatalf("published %q", got)
+	}
+	// During the gap the queue's head is refused (bounded by the gap) and a client that does not queue (a
+	// Redisson client: create or re-enter, else PTTL) takes the lock.
+	r := queueAttempt(srv, "lock", ownerC, "g10000", true)
+	if r.Kind != redistest.KindInt || r.Int < 0 || r.Int > 5 {
+		t.Fatalf("the head during the gap: %s, want the gap's remaining milliseconds", r)
+	}
+	redisson := `if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1) redis.call('pexpire', KEYS[1], ARGV[1]) return nil end
+return redis.call('pttl', KEYS[1])`
+	const javaOwner = "1b4e28ba-2fa1-11d2-883f-0016d3cca427:1"
+	wantNil(t, "Redisson acquires in the gap", srv.eval(redisson, []string{"lock"}, "30000", javaOwner))
+	if r := queueAttempt(srv, "lock", ownerC, "g10000", true); r.Kind != redistest.KindInt || r.Int <= 5 {
+		t.Fatalf("the head while Redisson holds: %s, want its PTTL", r)
+	}
+}
+
+func TestQueueTimingConstantsAgree(t *testing.T) {
+	if want := strconv.FormatInt(2*queueLiveness.Milliseconds(), 10); markerMillis != want {
+		t.Fatalf("markerMillis %s, want twice the liveness window: %s", markerMillis, want)
+	}
+}
