@@ -9,7 +9,9 @@ root=$PWD
 fail=0
 while IFS= read -r mod; do
   dir=$(dirname "$mod")
-  if (cd "$dir" && go list -m >/dev/null 2>&1); then
+  # In a workspace, go list -m names its modules (from any directory under go.work).
+  self=$(cd "$dir" && GOWORK=off go list -m)
+  if (cd "$dir" && go list -m 2>/dev/null) | grep -qxF "$self"; then
     work=${GOWORK:-}
   else
     work=off
