@@ -125,6 +125,14 @@ func newLockCall(blocking bool) *lockCall {
 // means the watchdog; async says that the caller does not wait with Get at once (a blocking call drives its
 // attempts with its Get: syncLockCall). It returns the call (nil when it failed before starting) and its future.
 func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, async bool) (*lockCall, *future.Future[context.Context]) {
+	return lo.acquireQueued(ctx, op, wait, lease, async, true)
+}
+
+// acquireQueued is acquire; queued false makes a plain lock's waiter wait without a place in the server's queue of
+// waiters (a RedLock's component, whose rounds give up and start again: a place in each master's queue would
+// outlive them and serve the masters in an order that keeps competing clients split). Such a waiter is woken by
+// the unlock message, published when the lock goes free with nobody queued, and by its bound.
+func (lo *lockObject) acquireQueued(ctx context.Context, op string, wait, lease time.Duration, async, queued bool) (*lockCall, *future.Future[context.Context]) {
 	c := lo.c
 	fail := func(err error) (*lockCall, *future.Future[context.Context]) {
 		return nil, future.Completed[context.Context](nil, err)
@@ -160,7 +168,7 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 		lc.p.CancelledBy(done)
 	}
 	if lo.rules == nil {
-		lc.rule, lc.serverQueue = wakeOne, true
+		lc.rule, lc.serverQueue = wakeOne, queued
 	} else {
 		lo.rules.wait(lc)
 	}
@@ -317,7 +325,7 @@ func (lc *lockCall) onReply(v resp.Value, err error) {
 // queuedOutcome turns the refusal of an attempt that queues the call on the server (an entry was sent) into a
 // queued one: its bound is the one of a waiter queued there (queuedRefusal).
 func (lc *lockCall) queuedOutcome(o outcome, v resp.Value) outcome {
-	if o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
+	if !lc.serverQueue || o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
 		return o
 	}
 	return lc.queuedRefusal(v.Int)

@@ -69,10 +69,11 @@ func (lc *lockCall) initQueueCall(own owner) {
 	lc.wakeOnly = lc.lo.rules != nil || c.synced()
 }
 
-// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, which is never queued.
+// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, or a call that waits without
+// a place in the queue, which are never queued.
 func (lc *lockCall) entryArg() string {
 	switch {
-	case lc.noWait:
+	case lc.noWait || !lc.serverQueue:
 		return ""
 	case lc.wakeOnly:
 		return wakeEntryArg
