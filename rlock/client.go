@@ -48,6 +48,9 @@ type Client struct {
 	wd         watchdog
 	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
 	grantCache         // queue entry arguments (lockqueue.go)
+	// leaves counts the departures from the server's queues of waiters in flight (lockCall.leave), which Close
+	// waits for, up to leaveWait.
+	leaves sync.WaitGroup
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
@@ -151,10 +154,12 @@ func (c *Client) Lock(name string) *Lock {
 // Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held
 // contexts with cause ErrClosed, so each lock stays on the server until its lease runs out (the watchdog timeout
 // for watchdog locks), exactly as when a process dies. Release them with Unlock before Close to free them at once.
-// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed.
+// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed. Waiters queued on the
+// server (plain and fenced locks) are taken out of its queue, so that they do not hold it until their entries
+// expire; Close waits for those departures, and for those of waiters that gave up just before, at most a second.
 //
 // Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
-// exit; it blocks for at most the time the transport takes to close. It is safe for concurrent use; calls after
+// exit; it blocks for at most that second plus the time the transport takes to close. It is safe for concurrent use; calls after
 // the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and closes
 // nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
 func (c *Client) Close() error {
@@ -195,6 +200,9 @@ func (c *Client) Close() error {
 		h.cancel(ErrClosed)
 	}
 	for _, w := range waiters {
+		if lc, ok := w.call.(*lockCall); ok && w.queued {
+			lc.leave() // its entry would hold the queue until it expires
+		}
 		w.call.fail(ErrClosed)
 	}
 	for _, q := range subs {
@@ -202,6 +210,7 @@ func (c *Client) Close() error {
 	}
 	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
 	c.retries.close()
+	c.awaitLeaves()
 	if c.ownsConn {
 		return c.conn.Close()
 	}
@@ -249,3 +258,23 @@ func (c *Client) Stats() Stats {
 	}
 	return s
 }
+
+// awaitLeaves waits, at most leaveWait, for the departures from the servers' queues of waiters that are in flight
+// (a waiter that gave up, or one Close failed), so that a process that closes its Client does not leave its
+// waiters' entries holding a queue until they expire.
+func (c *Client) awaitLeaves() {
+	done := make(chan struct{})
+	go func() { // owner: awaitLeaves; exits when the leaves in flight are done, which the transport bounds
+		c.leaves.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// leaveWait bounds how long Close waits for the leaves in flight.
+const leaveWait = time.Second

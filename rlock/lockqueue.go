@@ -258,22 +258,27 @@ func (lc *lockCall) grantedByOther() outcome {
 func (lc *lockCall) leave() {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
+	c.leaves.Add(1) // Close waits for the leaves in flight, so that a closing process leaves no entry behind
 	var try func()
 	try = func() {
 		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
 			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
 			if err == nil || c.closed.Load() {
+				c.leaves.Done()
 				return
 			}
 			if c.now() >= give {
 				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
 					"lock", lc.lo.name, "owner", lc.owner, "err", err)
+				c.leaves.Done()
 				return
 			}
 			c.after(c.cfg.RetryDelay, func(closed bool) {
-				if !closed {
-					try()
+				if closed {
+					c.leaves.Done()
+					return
 				}
+				try()
 			})
 		})
 	}
