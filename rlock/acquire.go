@@ -20,23 +20,18 @@ import (
 // other than the plain lock, the rules of its acquire.
 type lockObject struct {
 	object
-	keys  []string // the plain layout's keys (plainKeys): shared by every command of the handle
 	kind  holdKind
 	rules lockRules // nil: the plain lock
 }
 
-// newLockObject returns the shared part of a handle on the lock name. A plain-layout handle then sets its keys
-// (setPlainKeys) in an array of its own allocation.
+// newLockObject returns the shared part of a handle on the lock name.
 func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lockObject {
 	return lockObject{object: c.newObject(name), kind: kind, rules: rules}
 }
 
-// setPlainKeys makes arr, which lives in the handle's own allocation, the plain layout's keys (plainKeys): a
-// handle is often made per call (c.Lock(name).Lock(ctx)), and a separate slice was one more allocation each time.
-func (lo *lockObject) setPlainKeys(arr *[numPlainKeys]string) {
-	plainKeys(arr, lo.name)
-	lo.keys = arr[:]
-}
+// A plain-layout handle keeps nothing but the lock's name: the names of its channel and queue, which every script
+// takes, are made per call (plainKeys). A handle is often made per call (c.Lock(name).Lock(ctx)), or kept with
+// each of a million held locks.
 
 // lockRules is what a kind of lock other than the plain lock adds to the shared acquire.
 type lockRules interface {
@@ -274,7 +269,7 @@ func (lc *lockCall) start(now time.Duration) {
 // channel is the channel lc waits on: the plain lock's unlock channel, or its kind's.
 func (lc *lockCall) channel() string {
 	if lc.lo.rules == nil {
-		return lc.lo.keys[1]
+		return channelName(lc.lo.name)
 	}
 	return lc.lo.rules.channel(lc)
 }
@@ -298,7 +293,8 @@ func (lc *lockCall) send() {
 	}
 	if lc.lo.rules == nil {
 		c := lc.sh.c
-		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, lc.lo.keys, lc.leaseArg(), lc.owner,
+		k := plainKeys(lc.lo.name) // on the stack: Eval encodes it at once
+		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, k[:], lc.leaseArg(), lc.owner,
 			lc.entryArg(), queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub), lc.callback())
 		return
 	}

@@ -63,14 +63,15 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu         sync.Mutex
-	c          *Client                                  // the client the shard belongs to
-	holds      map[holdKey]*hold                        // held locks, by name and hash field
-	queues     map[string]*queue                        // channels with waiters of this client
-	sleepers   *queue                                   // waiters woken by their timer alone (rate limiters)
-	watches    map[<-chan struct{}]*ctxWatch            // calls' contexts by Done channel (ctxwatch.go)
-	serial     map[holdKey]*holdSerial                  // owners' commands in flight (serial.go)
-	freeSerial *holdSerial                              // serial's unused entries, for reuse
-	_          [64 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	c          *Client                       // the client the shard belongs to
+	holds      map[holdKey]*hold             // held locks, by name and hash field
+	queues     map[string]*queue             // channels with waiters of this client
+	lockQueues map[string]*queue             // the plain and fenced locks' queues, by lock name
+	sleepers   *queue                        // waiters woken by their timer alone (rate limiters)
+	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
+	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
+	freeSerial *holdSerial                   // serial's unused entries, for reuse
+	_          [128 - 9*8]byte               // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -125,6 +126,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh.c = c
 		sh.holds = make(map[holdKey]*hold)
 		sh.queues = make(map[string]*queue)
+		sh.lockQueues = make(map[string]*queue)
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)
@@ -146,9 +148,7 @@ func (c *Client) Conn() *conn.Client { return c.conn }
 // concurrent use, and interchangeable with any other handle on the same name from the same Client. An empty name
 // is reported by the handle's methods as an *ArgumentError.
 func (c *Client) Lock(name string) *Lock {
-	l := &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
-	l.setPlainKeys(&l.keyArr)
-	return l
+	return &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
 }
 
 // Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held
@@ -182,11 +182,13 @@ func (c *Client) Close() error {
 			holds = append(holds, h)
 			delete(sh.holds, k)
 		}
-		for key, q := range sh.queues {
-			waiters = q.closeLocked(waiters)
-			q.dead = true
-			subs = append(subs, q)
-			delete(sh.queues, key)
+		for _, m := range [2]map[string]*queue{sh.queues, sh.lockQueues} {
+			for key, q := range m {
+				waiters = q.closeLocked(waiters)
+				q.dead = true
+				subs = append(subs, q)
+				delete(m, key)
+			}
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
 		stops = sh.stopWatchesLocked(stops)
@@ -248,6 +250,12 @@ func (c *Client) Stats() Stats {
 		sh.mu.Lock()
 		s.Held += len(sh.holds)
 		for _, q := range sh.queues {
+			if q.n > 0 {
+				s.Queues++
+				s.Waiters += q.n
+			}
+		}
+		for _, q := range sh.lockQueues {
 			if q.n > 0 {
 				s.Queues++
 				s.Waiters += q.n

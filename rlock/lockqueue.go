@@ -261,7 +261,8 @@ func (lc *lockCall) leave() {
 	c.leaves.Add(1) // Close waits for the leaves in flight, so that a closing process leaves no entry behind
 	var try func()
 	try = func() {
-		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
+		k := plainKeys(lc.lo.name)
+		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
 			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
 			if err == nil || c.closed.Load() {
 				c.leaves.Done()
