@@ -35,8 +35,8 @@ type cluster struct {
 	// uncovered remembers the master a slot had before a map left it without one (a failover in progress), so
 	// that the map that covers it again reports the failover event.
 	uncovered map[int]*node
-	seeds   []string
-	closed  bool
+	seeds     []string
+	closed    bool
 }
 
 // startCluster is New for a cluster: read the slot map from the first seed that answers (probing CLUSTER SHARDS and
