@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/proccpu"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
@@ -82,13 +82,7 @@ func (w *window) report(b *testing.B, pairs, cmds int) {
 	}
 }
 
-func clientCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func clientCPU() time.Duration { return proccpu.Used() }
 
 func writeSyscalls() int64 {
 	data, err := os.ReadFile("/proc/self/io")

@@ -32,8 +32,11 @@ type cluster struct {
 	nodes   map[string]*node
 	retired map[*node]*timer.Timeout // nodes out of the map, closed after a grace period
 	known   []string                 // every node address of the last map (masters and replicas)
-	seeds   []string
-	closed  bool
+	// uncovered remembers the master a slot had before a map left it without one (a failover in progress), so
+	// that the map that covers it again reports the failover event.
+	uncovered map[int]*node
+	seeds     []string
+	closed    bool
 }
 
 // startCluster is New for a cluster: read the slot map from the first seed that answers (probing CLUSTER SHARDS and
@@ -222,7 +225,11 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 				covered[s] = true
 				if old := cl.slots[s].Swap(n); old != n {
 					changed = true
-					if old != nil {
+					if old == nil {
+						old = cl.uncovered[s]
+					}
+					delete(cl.uncovered, s)
+					if old != nil && old != n {
 						moves[[2]*node{old, n}] = true
 					}
 				}
@@ -230,8 +237,15 @@ func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
 		}
 	}
 	for s := range covered {
-		if !covered[s] && cl.slots[s].Swap(nil) != nil {
+		if covered[s] {
+			continue
+		}
+		if old := cl.slots[s].Swap(nil); old != nil {
 			changed = true
+			if cl.uncovered == nil {
+				cl.uncovered = map[int]*node{}
+			}
+			cl.uncovered[s] = old
 		}
 	}
 	var closeNow []*node

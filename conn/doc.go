@@ -103,7 +103,9 @@
 // Nobody reads an idle lane, so nothing would notice that the server closed it (a restart, its idle timeout) until a
 // command is written on it, which would then fail with ErrConnLost ("may have run") although it never reached a
 // server. pick therefore probes a lane unread for more than a millisecond (one recv MSG_PEEK|MSG_DONTWAIT, about a
-// microsecond) and resets it if closed; a tight sequential loop is never probed.
+// microsecond) and resets it if closed; a tight sequential loop is never probed. Where no such peek exists (see
+// Platforms), such a command goes to an event-loop connection instead while the lane's background reader reads the
+// socket, which finds a close at once.
 //
 // # Failures
 //
@@ -240,6 +242,16 @@
 // after: G=1 p50 205 µs (goredis 135), G=64 1.44x rueidis at 0.47x its CPU per pair, G=1024 1.30x at 0.64x. The
 // server stays under 0.95 cores in the bench command while it reaches 0.96-0.99 in BenchmarkEvalPairs: on 2 cores
 // the harness's extra client CPU competes with it.
+//
+// # Platforms
+//
+// The API and its guarantees are the same on every system gnet runs on (Linux, macOS, the BSDs, Windows). Three
+// shortcuts need a Unix socket descriptor and are used on Linux, macOS and the BSDs: the doorbell that wakes an
+// event loop without an allocation, the direct write of an idle connection's command from the caller's goroutine,
+// and the non-blocking peek of an idle latency lane. On Windows (gnet runs its loops on goroutines and channels
+// there) a wake-up uses gnet's Wake (one allocation), every write goes through the loop, and a lane idle for more
+// than a millisecond is handed to its background reader while that command takes an event-loop connection. A
+// build with the locksmith_portable tag selects the Windows path on any system; the test suite runs conn both ways.
 //
 // # Topologies
 //

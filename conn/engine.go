@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -18,7 +17,7 @@ import (
 // batches the pipeline hands them. It is the only place gnet appears.
 type engine struct {
 	cli   *gnet.Client
-	bells []*doorbell // one per event loop; immutable after newEngine
+	bells []*doorbell // one per event loop, none on the portable path (doorbell_portable.go); immutable after newEngine
 }
 
 // newEngine creates and starts a gnet client with n event loops.
@@ -37,14 +36,9 @@ func newEngine(n int, log *slog.Logger) (*engine, error) {
 		return nil, fmt.Errorf("conn: starting the gnet event loops: %w", err)
 	}
 	e.cli = cli
-	// gnet's client assigns connections to the loop with the fewest, so n doorbells land one per loop.
-	for range n {
-		d, err := newDoorbell(cli)
-		if err != nil {
-			_ = e.stop()
-			return nil, err
-		}
-		e.bells = append(e.bells, d)
+	if err := e.startDoorbells(n); err != nil {
+		_ = e.stop()
+		return nil, err
 	}
 	return e, nil
 }
@@ -85,7 +79,7 @@ func (e *engine) stop() error {
 type gnetTransport struct {
 	pc   *pconn
 	c    gnet.Conn // set by OnOpen on the loop, before EnrollContext returns; immutable after
-	fd   int       // the socket, for writeDirect; valid until OnClose returns
+	fd   int       // the socket, for writeDirect (on Unix); valid until OnClose returns
 	bell *doorbell // the doorbell of the connection's loop (set by OnOpen); nil: use gnet's Wake
 
 	nextFlush *gnetTransport // link in bell's stack; written by the ringer, then by the loop
@@ -113,18 +107,6 @@ func (t *gnetTransport) flush() {
 		_, _ = t.c.Write(buf)
 		t.pc.recycle(buf)
 	}
-}
-
-// writeDirect writes on the socket from the calling goroutine (a non-blocking fd). pconn calls it with its mutex
-// held and only while the connection is open; OnClose marks the connection closed under that mutex before gnet
-// closes the descriptor, so the descriptor is valid here. Any error (EAGAIN, a broken pipe) reports 0 bytes
-// written: the loop then writes the bytes itself and, if the socket is broken, closes the connection.
-func (t *gnetTransport) writeDirect(b []byte) (int, bool) {
-	n, err := syscall.Write(t.fd, b)
-	if err != nil || n < 0 {
-		return 0, true
-	}
-	return n, true
 }
 
 // close asks the loop to close the connection; OnClose follows.

@@ -212,7 +212,7 @@ func (p *pool) pick() *pconn {
 	}
 	if p.lane != nil && (idle || best == nil) {
 		if pc := p.lane.cur.Load(); pc != nil && pc.isOpen() && (pc.inflight.Load() == 0 || best == nil) &&
-			(pc.lane == nil || pc.lane.alive(pc)) {
+			(pc.lane == nil || laneAlive(pc, best)) {
 			return pc
 		}
 	}

@@ -12,11 +12,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/proccpu"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
@@ -80,9 +80,7 @@ func sampleUsage(b *testing.B, srv *redistest.Server) usage {
 		f, _ := strconv.ParseFloat(info[k], 64)
 		return time.Duration(f * float64(time.Second))
 	}
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	client := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	client := proccpu.Used()
 	return usage{wall: time.Now(), server: sec("used_cpu_user") + sec("used_cpu_sys"), client: client, total: machineBusy()}
 }
 

@@ -20,23 +20,18 @@ import (
 // other than the plain lock, the rules of its acquire.
 type lockObject struct {
 	object
-	keys  []string // the plain layout's keys (plainKeys): shared by every command of the handle
 	kind  holdKind
 	rules lockRules // nil: the plain lock
 }
 
-// newLockObject returns the shared part of a handle on the lock name. A plain-layout handle then sets its keys
-// (setPlainKeys) in an array of its own allocation.
+// newLockObject returns the shared part of a handle on the lock name.
 func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lockObject {
 	return lockObject{object: c.newObject(name), kind: kind, rules: rules}
 }
 
-// setPlainKeys makes arr, which lives in the handle's own allocation, the plain layout's keys (plainKeys): a
-// handle is often made per call (c.Lock(name).Lock(ctx)), and a separate slice was one more allocation each time.
-func (lo *lockObject) setPlainKeys(arr *[numPlainKeys]string) {
-	plainKeys(arr, lo.name)
-	lo.keys = arr[:]
-}
+// A plain-layout handle keeps nothing but the lock's name: the names of its channel and queue, which every script
+// takes, are made per call (plainKeys). A handle is often made per call (c.Lock(name).Lock(ctx)), or kept with
+// each of a million held locks.
 
 // lockRules is what a kind of lock other than the plain lock adds to the shared acquire.
 type lockRules interface {
@@ -125,6 +120,14 @@ func newLockCall(blocking bool) *lockCall {
 // means the watchdog; async says that the caller does not wait with Get at once (a blocking call drives its
 // attempts with its Get: syncLockCall). It returns the call (nil when it failed before starting) and its future.
 func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, async bool) (*lockCall, *future.Future[context.Context]) {
+	return lo.acquireQueued(ctx, op, wait, lease, async, true)
+}
+
+// acquireQueued is acquire; queued false makes a plain lock's waiter wait without a place in the server's queue of
+// waiters (a RedLock's component, whose rounds give up and start again: a place in each master's queue would
+// outlive them and serve the masters in an order that keeps competing clients split). Such a waiter is woken by
+// the unlock message, published when the lock goes free with nobody queued, and by its bound.
+func (lo *lockObject) acquireQueued(ctx context.Context, op string, wait, lease time.Duration, async, queued bool) (*lockCall, *future.Future[context.Context]) {
 	c := lo.c
 	fail := func(err error) (*lockCall, *future.Future[context.Context]) {
 		if c.observed {
@@ -163,7 +166,7 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 		lc.p.CancelledBy(done)
 	}
 	if lo.rules == nil {
-		lc.rule, lc.serverQueue = wakeOne, true
+		lc.rule, lc.serverQueue = wakeOne, queued
 	} else {
 		lo.rules.wait(lc)
 	}
@@ -287,7 +290,7 @@ func (lc *lockCall) start(now time.Duration) {
 // channel is the channel lc waits on: the plain lock's unlock channel, or its kind's.
 func (lc *lockCall) channel() string {
 	if lc.lo.rules == nil {
-		return lc.lo.keys[1]
+		return channelName(lc.lo.name)
 	}
 	return lc.lo.rules.channel(lc)
 }
@@ -311,7 +314,8 @@ func (lc *lockCall) send() {
 	}
 	if lc.lo.rules == nil {
 		c := lc.sh.c
-		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, lc.lo.keys, lc.leaseArg(), lc.owner,
+		k := plainKeys(lc.lo.name) // on the stack: Eval encodes it at once
+		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, k[:], lc.leaseArg(), lc.owner,
 			lc.entryArg(), queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub), lc.callback())
 		return
 	}
@@ -342,7 +346,7 @@ func (lc *lockCall) onReply(v resp.Value, err error) {
 // queuedOutcome turns the refusal of an attempt that queues the call on the server (an entry was sent) into a
 // queued one: its bound is the one of a waiter queued there (queuedRefusal).
 func (lc *lockCall) queuedOutcome(o outcome, v resp.Value) outcome {
-	if o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
+	if !lc.serverQueue || o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
 		return o
 	}
 	return lc.queuedRefusal(v.Int)

@@ -52,6 +52,9 @@ type Client struct {
 	wd         watchdog
 	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
 	grantCache         // queue entry arguments (lockqueue.go)
+	// leaves counts the departures from the server's queues of waiters in flight (lockCall.leave), which Close
+	// waits for, up to leaveWait.
+	leaves sync.WaitGroup
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
@@ -64,14 +67,15 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu         sync.Mutex
-	c          *Client                                  // the client the shard belongs to
-	holds      map[holdKey]*hold                        // held locks, by name and hash field
-	queues     map[string]*queue                        // channels with waiters of this client
-	sleepers   *queue                                   // waiters woken by their timer alone (rate limiters)
-	watches    map[<-chan struct{}]*ctxWatch            // calls' contexts by Done channel (ctxwatch.go)
-	serial     map[holdKey]*holdSerial                  // owners' commands in flight (serial.go)
-	freeSerial *holdSerial                              // serial's unused entries, for reuse
-	_          [64 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	c          *Client                       // the client the shard belongs to
+	holds      map[holdKey]*hold             // held locks, by name and hash field
+	queues     map[string]*queue             // channels with waiters of this client
+	lockQueues map[string]*queue             // the plain and fenced locks' queues, by lock name
+	sleepers   *queue                        // waiters woken by their timer alone (rate limiters)
+	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
+	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
+	freeSerial *holdSerial                   // serial's unused entries, for reuse
+	_          [128 - 9*8]byte               // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -136,6 +140,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh.c = c
 		sh.holds = make(map[holdKey]*hold)
 		sh.queues = make(map[string]*queue)
+		sh.lockQueues = make(map[string]*queue)
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)
@@ -157,18 +162,18 @@ func (c *Client) Conn() *conn.Client { return c.conn }
 // concurrent use, and interchangeable with any other handle on the same name from the same Client. An empty name
 // is reported by the handle's methods as an *ArgumentError.
 func (c *Client) Lock(name string) *Lock {
-	l := &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
-	l.setPlainKeys(&l.keyArr)
-	return l
+	return &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
 }
 
 // Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held
 // contexts with cause ErrClosed, so each lock stays on the server until its lease runs out (the watchdog timeout
 // for watchdog locks), exactly as when a process dies. Release them with Unlock before Close to free them at once.
-// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed.
+// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed. Waiters queued on the
+// server (plain and fenced locks) are taken out of its queue, so that they do not hold it until their entries
+// expire; Close waits for those departures, and for those of waiters that gave up just before, at most a second.
 //
 // Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
-// exit; it blocks for at most the time the transport takes to close. It is safe for concurrent use; calls after
+// exit; it blocks for at most that second plus the time the transport takes to close. It is safe for concurrent use; calls after
 // the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and closes
 // nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
 func (c *Client) Close() error {
@@ -191,11 +196,13 @@ func (c *Client) Close() error {
 			holds = append(holds, h)
 			delete(sh.holds, k)
 		}
-		for key, q := range sh.queues {
-			waiters = q.closeLocked(waiters)
-			q.dead = true
-			subs = append(subs, q)
-			delete(sh.queues, key)
+		for _, m := range [2]map[string]*queue{sh.queues, sh.lockQueues} {
+			for key, q := range m {
+				waiters = q.closeLocked(waiters)
+				q.dead = true
+				subs = append(subs, q)
+				delete(m, key)
+			}
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
 		stops = sh.stopWatchesLocked(stops)
@@ -209,6 +216,9 @@ func (c *Client) Close() error {
 		h.cancel(ErrClosed)
 	}
 	for _, w := range waiters {
+		if lc, ok := w.call.(*lockCall); ok && w.queued {
+			lc.leave() // its entry would hold the queue until it expires
+		}
 		w.call.fail(ErrClosed)
 	}
 	for _, q := range subs {
@@ -216,6 +226,7 @@ func (c *Client) Close() error {
 	}
 	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
 	c.retries.close()
+	c.awaitLeaves()
 	if c.ownsConn {
 		return c.conn.Close()
 	}
@@ -261,8 +272,34 @@ func (c *Client) Stats() Stats {
 				s.Waiters += q.n
 			}
 		}
+		for _, q := range sh.lockQueues {
+			if q.n > 0 {
+				s.Queues++
+				s.Waiters += q.n
+			}
+		}
 		s.Waiters += sh.sleepers.n
 		sh.mu.Unlock()
 	}
 	return s
 }
+
+// awaitLeaves waits, at most leaveWait, for the departures from the servers' queues of waiters that are in flight
+// (a waiter that gave up, or one Close failed), so that a process that closes its Client does not leave its
+// waiters' entries holding a queue until they expire.
+func (c *Client) awaitLeaves() {
+	done := make(chan struct{})
+	go func() { // owner: awaitLeaves; exits when the leaves in flight are done, which the transport bounds
+		c.leaves.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(leaveWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// leaveWait bounds how long Close waits for the leaves in flight.
+const leaveWait = time.Second

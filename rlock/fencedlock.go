@@ -23,8 +23,6 @@ import (
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FencedLock struct {
 	lockObject
-	// keyArr holds the plain layout's keys (lockObject.keys) and, last, the token key: the acquire takes them all.
-	keyArr [numPlainKeys + 1]string
 }
 
 // Fence is the result of an acquire of a FencedLock: the held context and this acquire's token.
@@ -38,9 +36,6 @@ type Fence struct {
 func (c *Client) FencedLock(name string) *FencedLock {
 	l := &FencedLock{}
 	l.lockObject = c.newLockObject(name, kindPlain, l)
-	plainKeys((*[numPlainKeys]string)(l.keyArr[:numPlainKeys]), name)
-	l.keyArr[numPlainKeys] = prefixName(lockTokenPrefix, name)
-	l.keys = l.keyArr[:numPlainKeys]
 	return l
 }
 
@@ -51,7 +46,9 @@ func (l *FencedLock) Name() string { return l.name }
 
 func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
 	c := l.c
-	return fencedAcquireScript, l.keyArr[:], []string{lc.leaseArg(), lc.owner, lc.entryArg(), queueLivenessArg,
+	k := plainKeys(l.name)
+	return fencedAcquireScript, append(k[:], prefixName(lockTokenPrefix, l.name)), []string{lc.leaseArg(),
+		lc.owner, lc.entryArg(), queueLivenessArg,
 		lc.claimArg(), lc.nonceArg(), c.pub}
 }
 
@@ -63,7 +60,7 @@ func (l *FencedLock) decode(v resp.Value, err error) outcome {
 }
 
 // channel: its waiters queue with the plain lock's on the same name (one channel, one queue)...
-func (l *FencedLock) channel(*lockCall) string { return l.keys[1] }
+func (l *FencedLock) channel(*lockCall) string { return channelName(l.name) }
 
 // ... but take no hand-off: a grant must come with a token, from their own script.
 func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.serverQueue = wakeOne, true }
@@ -185,7 +182,7 @@ func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
 	if err := l.checkCtx("FencedLock.Token", ctx); err != nil {
 		return future.Completed(int64(0), err)
 	}
-	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.keyArr[numPlainKeys]}}), intReply)
+	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", prefixName(lockTokenPrefix, l.name)}}), intReply)
 }
 
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message; it reports whether there was a
@@ -200,7 +197,8 @@ func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
-		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}})
+		conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
+			Args: []string{unlockMessage, l.c.pub}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.

@@ -16,7 +16,6 @@ import (
 // release) and is cancelled, with a cause, when the lock stops being held (see the package documentation).
 type Lock struct {
 	lockObject
-	keyArr [numPlainKeys]string // the keys of its commands (lockObject.keys)
 }
 
 // Name returns the lock's name (its Redis key).
@@ -174,9 +173,5 @@ func (lo *lockObject) release(held context.Context, op string, blocking bool) (*
 	if own.id == "" {
 		return nil, ErrNotHeld
 	}
-	var keys []string
-	if lo.kind == kindPlain {
-		keys = lo.keys
-	}
-	return c.unlock(lo.kind, lo.name, keys, lo.sh, own.id, own.hold, blocking), nil
+	return c.unlock(lo.kind, lo.name, lo.sh, own.id, own.hold, blocking), nil
 }

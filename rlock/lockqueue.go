@@ -69,10 +69,11 @@ func (lc *lockCall) initQueueCall(own owner) {
 	lc.wakeOnly = lc.lo.rules != nil || c.synced()
 }
 
-// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, which is never queued.
+// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, or a call that waits without
+// a place in the queue, which are never queued.
 func (lc *lockCall) entryArg() string {
 	switch {
-	case lc.noWait:
+	case lc.noWait || !lc.serverQueue:
 		return ""
 	case lc.wakeOnly:
 		return wakeEntryArg
@@ -257,26 +258,31 @@ func (lc *lockCall) grantedByOther() outcome {
 func (lc *lockCall) leave() {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
+	c.leaves.Add(1) // Close waits for the leaves in flight, so that a closing process leaves no entry behind
 	var try func()
 	try = func() {
-		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
+		k := plainKeys(lc.lo.name)
+		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
 			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
-			if err == nil {
-				c.published(lc.sh, lc.lo.name, v)
-				return
-			}
-			if c.closed.Load() {
+			if err == nil || c.closed.Load() {
+				if err == nil {
+					c.published(lc.sh, lc.lo.name, v)
+				}
+				c.leaves.Done()
 				return
 			}
 			if c.now() >= give {
 				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
 					"lock", lc.lo.name, "owner", lc.owner, "err", err)
+				c.leaves.Done()
 				return
 			}
 			c.after(c.cfg.RetryDelay, func(closed bool) {
-				if !closed {
-					try()
+				if closed {
+					c.leaves.Done()
+					return
 				}
+				try()
 			})
 		})
 	}

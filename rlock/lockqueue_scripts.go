@@ -29,7 +29,9 @@ import "strconv"
 
 // queueClockLua defines the functions the queued paths share. clock() reads the server's time in Unix
 // milliseconds once per script (TIME, under effects replication: see the fair lock's scripts), live() drops from
-// the head of the queue every entry whose deadline passed and returns the first live one (nil when none is left).
+// the head of the queue every entry whose deadline passed and returns the first live one (nil when none is left);
+// a waiter that becomes the head so while the lock is held is nudged (nudge: told to attempt), so that it learns
+// it is the head and waits for the lock's expiry, not only for its refresh.
 // When the queue empties (emptied), the ':chain' and ':gap' members go, and the grant records that may remain in
 // the deadline set (see queueHandOverLua) expire with it after markerMillis unless the queue fills again first
 // (an entry queued into an empty queue makes the set persistent again).
@@ -48,8 +50,17 @@ local function emptied()
     redis.call('pexpire', KEYS[4], ` + markerMillis + `)
   end
 end
+local function parse(e)
+  local k, l, n, o = string.match(e, '^([gw])(%d+):(%d+):(.+)$')
+  return k, l, n, o, string.match(o, '^(.*):')
+end
+local function nudge(e)
+  local k, l, n, o, u = parse(e)
+  redis.call(publish, KEYS[5] .. ':' .. u, 'w' .. n)
+end
 local function live()
   clock()
+  local dropped = false
   while true do
     local e = redis.call('lindex', KEYS[3], 0)
     if not e then
@@ -57,14 +68,14 @@ local function live()
       return nil
     end
     local d = redis.call('zscore', KEYS[4], e)
-    if d and tonumber(d) > now and string.match(e, '^[gw]%d+:%d+:.+:') then return e end
+    if d and tonumber(d) > now and string.match(e, '^[gw]%d+:%d+:.+:') then
+      if dropped and redis.call('exists', KEYS[1]) == 1 then nudge(e) end
+      return e
+    end
     redis.call('lpop', KEYS[3])
     redis.call('zrem', KEYS[4], e)
+    dropped = true
   end
-end
-local function parse(e)
-  local k, l, n, o = string.match(e, '^([gw])(%d+):(%d+):(.+)$')
-  return k, l, n, o, string.match(o, '^(.*):')
 end
 local function dequeue(e)
   redis.call('lpop', KEYS[3])
@@ -310,8 +321,9 @@ return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 // leaveSrc takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
 // of the queue. When the lock was granted to it meanwhile (grantedLua), the grant's hold is given back: one hold
 // of the owner (other calls sharing the owner may have re-entered it), released as a last hold is when it was the
-// last (passOn). When the leaver was the head and the lock is free, the new head is served. Safe to send again: a
-// second run finds nothing to do.
+// last (passOn). When the leaver was the head, the new head is served if the lock is free, and nudged otherwise
+// (it learns that it is the head, and so waits for the lock's expiry). Safe to send again: a second run finds
+// nothing to do.
 //
 //	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
 //	ARGV[1] unused (the lease: the arguments are the acquire's, so that an attempt's arguments serve both)
@@ -323,7 +335,8 @@ return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: 2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither.
-const leaveSrc = publishLua + queueClockLua + queueHandOverLua + queuePassOnLua + `local removed = redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
+const leaveSrc = publishLua + queueClockLua + queueHandOverLua + queuePassOnLua + `local wasHead = redis.call('lindex', KEYS[3], 0) == ` + entryLua + `
+local removed = redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
 if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 and ` + grantedLua + ` then
   if tonumber(redis.call('hget', KEYS[1], ARGV[2])) > 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], -1)
@@ -334,9 +347,10 @@ if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) =
 end
 redis.call('zrem', KEYS[4], ` + entryLua + `)
 local head = live()
-if head and redis.call('exists', KEYS[1]) == 0 and
-    tonumber(redis.call('zscore', KEYS[4], ':gap') or 0) <= now then
-  handOver(head, '')
+if head and redis.call('exists', KEYS[1]) == 0 then
+  if tonumber(redis.call('zscore', KEYS[4], ':gap') or 0) <= now then handOver(head, '') end
+elseif head and wasHead then
+  nudge(head)
 end
 if removed > 0 then return 1 end
 return 0`

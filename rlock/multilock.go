@@ -307,7 +307,6 @@ type multiAcq struct {
 	s        *multiSet
 	p        future.Promise[context.Context]
 	ctx      context.Context
-	prev     *multiHold // re-entry: the set held already
 	wait     time.Duration
 	lease    time.Duration
 	start    time.Time

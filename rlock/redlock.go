@@ -105,7 +105,15 @@ func (a *redAcq) round() {
 	r := &redRound{a: a, start: time.Now(), cancel: cancel, comps: make([]context.Context, n), errs: map[string]error{},
 		left: n}
 	for i, l := range s.locks {
-		l.TryLockAsync(rctx, per, a.lease).OnComplete(func(held context.Context, err error) { r.result(i, held, err) })
+		var f *future.Future[context.Context]
+		if pl, ok := l.(*Lock); ok {
+			// Without a place in the master's queue of waiters: the round gives up after per, and a place would
+			// outlive it (see lockObject.acquireQueued).
+			_, f = pl.acquireQueued(rctx, "TryLockAsync", per, a.lease, true, false)
+		} else {
+			f = l.TryLockAsync(rctx, per, a.lease)
+		}
+		f.OnComplete(func(held context.Context, err error) { r.result(i, held, err) })
 	}
 }
 

@@ -32,7 +32,8 @@ func (lc *lockCall) sendSynced() {
 	c := lc.sh.c
 	var cmd conn.Cmd
 	if lc.lo.rules == nil {
-		cmd = conn.Cmd{Script: acquireScript, Keys: lc.lo.keys, Args: []string{lc.leaseArg(), lc.owner, lc.entryArg(),
+		k := plainKeys(lc.lo.name)
+		cmd = conn.Cmd{Script: acquireScript, Keys: k[:], Args: []string{lc.leaseArg(), lc.owner, lc.entryArg(),
 			queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub}}
 	} else {
 		s, keys, args := lc.lo.rules.attempt(lc)

@@ -24,7 +24,7 @@ type unlockOp struct {
 	p     future.Promise[struct{}]
 	c     *Client
 	sh    *shard
-	keys  []string  // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
+	name  string    // the lock's name (other kinds' release keys are derived from it at each attempt)
 	owner string    // <clientUUID>:<ownerID>
 	h     *hold     // the local hold, nil when this client records none for the owner
 	next  *lockCall // the waiter of this client the release names (state wGranting: queue.takeNextLocked), or nil
@@ -72,23 +72,20 @@ func (op *unlockOp) relay() *future.Relay {
 }
 
 // unlock starts the release of one hold of kind of the lock name by owner and returns it; its future is the
-// caller's. keys are the release script's keys, or nil to derive them from the kind. via is the hold the caller's
+// caller's. via is the hold the caller's
 // held context is (nil if none): when it is a hold of this very lock that is still held, it is the one the map
 // has, and the lookup is skipped. blocking says that the caller waits with Get on the op's future at once (a
 // blocking Unlock) and then calls waited: the release's replies are left to that Get, and the op is recycled
 // (syncUnlockOp). It does not block.
-func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string, via *hold,
+func (c *Client) unlock(kind holdKind, name string, sh *shard, owner string, via *hold,
 	blocking bool) *unlockOp {
-	if keys == nil {
-		keys = c.releaseKeys(kind, name, owner)
-	}
 	var op *unlockOp
 	if blocking {
 		op = &newSyncUnlockOp().unlockOp
 	} else {
 		op = &unlockOp{}
 	}
-	op.c, op.sh, op.kind, op.owner, op.keys = c, sh, kind, owner, keys
+	op.c, op.sh, op.kind, op.owner, op.name = c, sh, kind, owner, name
 	if c.observed {
 		op.sentAt = c.now()
 	}
@@ -171,7 +168,7 @@ func (op *unlockOp) beginLocked(h *hold) {
 		h.stopTimerLocked()
 		h.releasing = op
 		if op.kind == kindPlain {
-			if q := op.sh.queues[op.keys[keyChannel]]; q != nil {
+			if q := op.sh.lockQueues[op.name]; q != nil {
 				if op.next = q.takeNextLocked(); op.next != nil {
 					op.next.prefer = q.preferNextLocked()
 				}
@@ -187,7 +184,7 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false).p.Future().OnComplete(func(_ struct{}, err error) {
+	c.unlock(h.kind, h.name, c.shard(h.name), h.owner, h, false).p.Future().OnComplete(func(_ struct{}, err error) {
 		if err != nil && !errors.Is(err, ErrClosed) {
 			c.log.Warn("rlock: releasing a lock granted to an abandoned acquire failed; it ends with its lease",
 				"lock", h.name, "owner", h.owner, "err", err)
@@ -222,9 +219,8 @@ func (c *Client) releaseKeys(kind holdKind, name, owner string) []string {
 	case kindWrite:
 		return []string{name, prefixName(rwChannelPrefix, name)}
 	}
-	var keys [numPlainKeys]string
-	plainKeys(&keys, name)
-	return keys[:]
+	k := plainKeys(name)
+	return k[:]
 }
 
 // releaseCmd builds kind's release of one hold of owner, expecting expect holds (0: any), re-arming lease (in
@@ -269,15 +265,17 @@ func (op *unlockOp) send() {
 			if next.prefer {
 				prefer = "1"
 			}
-			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+			k := plainKeys(op.name) // on the stack: Eval encodes it at once
+			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
 				unlockMessage, next.owner, next.entryArg(), next.nonceArg(), prefer, c.pub), op.callback())
 			return
 		}
-		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+		k := plainKeys(op.name)
+		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
 			unlockMessage, c.pub), op.callback())
 		return
 	}
-	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
+	s, keys, args := c.releaseCmd(op.kind, c.releaseKeys(op.kind, op.name, op.owner), op.owner, op.expect, op.lease)
 	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.callback())
 }
 
@@ -369,7 +367,7 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		op.finish(false, op.c.mapErr(err))
 		return
 	}
-	v = op.c.published(op.sh, op.keys[0], v)
+	v = op.c.published(op.sh, op.name, v)
 	if op.kind == kindRead && v.Type == resp.Array && len(v.Elems) == 2 && v.Elems[1].Type == resp.Integer {
 		// [0, left]: one read hold released, the owner keeps others, the longest of which lasts left ms more.
 		op.readLeft, op.hasReadLeft = time.Duration(v.Elems[1].Int)*time.Millisecond, true
@@ -399,7 +397,7 @@ func (op *unlockOp) finish(released bool, err error) {
 		// The client held it until now: the server lost it (expired, force-unlocked) before this release.
 		err = &unlockLostError{cause: ErrLockLost}
 	} else {
-		err = notLockError(op.keys[0], err)
+		err = notLockError(op.name, err)
 	}
 	var cause, lostCause error
 	var next []*unlockOp
@@ -518,7 +516,7 @@ func (op *unlockOp) grantLocal(v resp.Value) {
 	}
 	sh := op.sh
 	sh.mu.Lock()
-	q := sh.queues[op.keys[keyChannel]]
+	q := sh.lockQueues[op.name]
 	var w *waiter
 	var granted bool
 	if q != nil && !q.dead {

@@ -174,7 +174,7 @@ func (w *waiter) init(sh *shard, call waitCall, wait time.Duration) {
 // earlier sending time only moves the lease's local end earlier).
 func (w *waiter) startLocked(barge bool, now time.Duration) bool {
 	if w.serverQueue && !barge && !w.noWait {
-		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
+		if q := w.sh.queueOfLocked(w); q != nil && q.n > 0 {
 			// Behind this client's waiters: the first of them speaks for the client on the server, and a
 			// release of this client passes the lock along them (queue.takeNextLocked).
 			w.sh.c.joinLocked(w)

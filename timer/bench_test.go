@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,15 +40,6 @@ func guarded(b *testing.B, body func(progress *atomic.Int64)) {
 		body(&progress)
 	}()
 	awaitProgress(b, b.Name(), done, progress.Load, 20*time.Second)
-}
-
-// cpuTime returns the CPU time (user + system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func heapInUse() uint64 {

@@ -263,11 +263,12 @@ func (s *Server) Restart() error {
 }
 
 // Pause freezes the process with SIGSTOP: it keeps its sockets but answers
-// nothing, like a hung server. Resume continues it.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+// nothing, like a hung server. Resume continues it. Windows has no such
+// signal: there both return an error.
+func (s *Server) Pause() error { return s.signal(sigPause) }
 
 // Resume continues a process frozen by Pause.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+func (s *Server) Resume() error { return s.signal(sigResume) }
 
 func (s *Server) signal(sig syscall.Signal) error {
 	s.mu.Lock()

@@ -13,7 +13,7 @@ import (
 
 // WorkerMain is the worker process's main: it parses args (flags named after WorkerConfig's fields, see
 // workerFlags) and runs RunWorker until SIGTERM or SIGINT. It returns the process exit code: 0 after a clean
-// stop, 1 when the worker failed, 2 for bad flags. Callers: chaos/cmd/chaosworker, the chaos test binary
+// stop, 1 when the worker failed, 2 for bad flags. Callers: internal/chaos/cmd/chaosworker, the chaos test binary
 // (re-executed as a worker) and the soak runner (idem).
 func WorkerMain(args []string, stdout, stderr io.Writer) int {
 	var cfg WorkerConfig

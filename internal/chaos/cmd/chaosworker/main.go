@@ -11,7 +11,7 @@ package main
 import (
 	"os"
 
-	"github.com/locksmith-go/locksmith/chaos"
+	"github.com/locksmith-go/locksmith/internal/chaos"
 )
 
 func main() { os.Exit(chaos.WorkerMain(os.Args[1:], os.Stdout, os.Stderr)) }

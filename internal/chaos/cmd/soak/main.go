@@ -4,7 +4,7 @@
 // grant order, no waiter past its bound, every worker stopped cleanly) and the resources are checked for growth
 // (workers' goroutines and heap, the server's keys, channels and clients, nothing left at the end).
 //
-//	go run ./chaos/cmd/soak -duration 10m
+//	go run ./internal/chaos/cmd/soak -duration 10m
 //
 // It prints the report and exits 1 if a promise was broken or something grew, 2 if the run could not be carried
 // out. The workers are this same binary, re-executed with "worker" as the first argument. It needs redis-server in
@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locksmith-go/locksmith/chaos"
+	"github.com/locksmith-go/locksmith/internal/chaos"
 )
 
 func main() {

@@ -52,7 +52,7 @@ func (ps *procs) start(index, group int, addr string) (*proc, error) {
 		"-stat", w.StatEvery.String(), "-log", p.logPath, "-seed", strconv.FormatUint(cfg.Seed+uint64(index), 10),
 	}
 	cmd := cfg.Command(args)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = sysProcAttr()
 	stderr, err := os.Create(filepath.Join(cfg.Dir, fmt.Sprintf("worker-%03d.stderr", index)))
 	if err != nil {
 		return nil, err
