@@ -24,7 +24,7 @@ var (
 
 	// ErrNotAcquired is returned by TryLock (and TryRun, and every Try call of the family) when the lock or the
 	// permits could not be taken within the wait time. It is never returned because a context ended: that returns
-	// the context's error.
+	// the context's error. The caller holds nothing: try again later, or wait longer.
 	ErrNotAcquired = errors.New("rlock: lock not acquired within the wait time")
 
 	// ErrLockLost is the cause (context.Cause) of a held context when a renewal found that the server no longer
@@ -40,7 +40,8 @@ var (
 	// (the release then freed it).
 	ErrLeaseExpired = errors.New("rlock: lease expired: no confirmed renewal within the lease")
 
-	// ErrReleased is the cause of a held context once the lock was released by Unlock (its last hold) or Run.
+	// ErrReleased is the cause of a held context once the lock was released by Unlock (its last hold) or Run. It
+	// is not a failure: the lock went as asked, and work under it should have finished.
 	ErrReleased = errors.New("rlock: lock released")
 
 	// ErrClosed is returned by every call on a closed Client, fails every waiter pending at Close, and is the
@@ -49,7 +50,7 @@ var (
 
 	// ErrInvalidArgument is matched (errors.Is) by the *ArgumentError returned for bad input: an empty lock name,
 	// a negative or sub-millisecond lease, a negative wait, a malformed owner id, permits that are not positive.
-	// Nothing was sent to the server.
+	// Nothing was sent to the server. Fix the argument the error names; retrying cannot help.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 
 	// ErrOtherClient is returned by every call of a Client's handles given a held context that another Client
