@@ -58,7 +58,8 @@ type Client struct {
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
-// goroutines working on different names rarely meet (W1 runs 1,024 goroutines on their own names).
+// goroutines working on different names rarely meet (a service may run a thousand goroutines on names of their
+// own).
 const numShards = 64
 
 // shard holds the local state of the objects (locks, semaphores, latches, limiters) whose names hash to it. mu

@@ -165,8 +165,8 @@ func (c Config) withDefaults() (resolved, error) {
 	r.watchdogMillis = strconv.FormatInt(c.WatchdogTimeout.Milliseconds(), 10)
 	r.renewEvery = c.WatchdogTimeout / 3
 	// A renewal may wait for its batch to fill for up to a thirtieth of the lease (100 ms at 3 s, 1 s at 30 s): it
-	// is then still sent before 0.37 of the lease has passed, and batches stay full (issue 5, W3: 10,000 locks at
-	// 3 s must cost at most 100 EVALSHA/s, which only full batches of 100 achieve).
+	// is then still sent before 0.37 of the lease has passed, and batches stay full (10,000 locks at a 3 s
+	// watchdog must cost at most 100 EVALSHA/s, which only full batches of 100 achieve).
 	r.flushDelay = min(max(c.WatchdogTimeout/30, time.Millisecond), time.Second)
 	return r, nil
 }
