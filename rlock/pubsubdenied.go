@@ -3,6 +3,7 @@ package rlock
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
@@ -25,6 +26,9 @@ import (
 //     other processes, usually running as the same user, cannot publish either, so every release would otherwise
 //     be found only at the waiter's bound — for a permit-expirable semaphore, when the earliest permit's lease
 //     ends, which may be hours.
+
+// publishes reports whether s is a script that publishes, whose reply may report a refused message.
+func publishes(s *conn.Script) bool { return strings.HasPrefix(s.Source(), publishLua) }
 
 // pubSubDeniedRetry is how often a subscription the server refused for want of permission is tried again: an ACL
 // fixed on the server is picked up within it, without a request every RetryDelay meanwhile.
