@@ -56,7 +56,7 @@ local function parse(e)
 end
 local function nudge(e)
   local k, l, n, o, u = parse(e)
-  redis.call(publish, KEYS[5] .. ':' .. u, 'w' .. n)
+  pub(KEYS[5] .. ':' .. u, 'w' .. n)
 end
 local function live()
   clock()
