@@ -95,7 +95,7 @@ func New(opts Options) *Collector {
 	}
 	c := &Collector{
 		acquireWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "acquire_wait_seconds",
-			Help: "Time from an acquire call to its end, by outcome: acquired, timeout, canceled or error.",
+			Help:    "Time from an acquire call to its end, by outcome: acquired, timeout, canceled or error.",
 			Buckets: opts.WaitBuckets, ConstLabels: cl}, []string{"outcome"}),
 		hold: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "hold_seconds",
 			Help:    "Time from a lock's first acquisition to the release of its last hold.",
