@@ -205,7 +205,11 @@ func (o *Observer) Acquired(e rlock.AcquiredEvent) {
 
 // AcquireFailed records the failed acquire's wait and its span.
 func (o *Observer) AcquireFailed(e rlock.AcquireFailedEvent) {
-	o.acquire.Record(context.Background(), e.Wait.Seconds(), o.outcome[e.Outcome])
+	opt, ok := o.outcome[e.Outcome]
+	if !ok { // an outcome added to rlock after this package
+		opt = metric.WithAttributes(KeyAcquireOutcome.String(e.Outcome.String()))
+	}
+	o.acquire.Record(context.Background(), e.Wait.Seconds(), opt)
 	if o.tracer != nil {
 		var err error
 		if e.Outcome == rlock.AcquireError {
