@@ -54,7 +54,7 @@ type Client struct {
 	grantCache         // queue entry arguments (lockqueue.go)
 	// leaves counts the departures from the server's queues of waiters in flight (lockCall.leave), which Close
 	// waits for, up to leaveWait.
-	leaves sync.WaitGroup
+	leaves inflight
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
@@ -288,16 +288,47 @@ func (c *Client) Stats() Stats {
 // awaitLeaves waits, at most leaveWait, for the departures from the servers' queues of waiters that are in flight
 // (a waiter that gave up, or one Close failed), so that a process that closes its Client does not leave its
 // waiters' entries holding a queue until they expire.
-func (c *Client) awaitLeaves() {
-	done := make(chan struct{})
-	go func() { // owner: awaitLeaves; exits when the leaves in flight are done, which the transport bounds
-		c.leaves.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(leaveWait)
+func (c *Client) awaitLeaves() { c.leaves.wait(leaveWait) }
+
+// inflight counts operations in flight that Close waits for. Unlike a sync.WaitGroup, it may be added to while
+// someone waits (a leave that starts as Close begins).
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0, while someone waits
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 && f.zero != nil {
+		close(f.zero)
+		f.zero = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait returns when nothing is in flight, or after d.
+func (f *inflight) wait(d time.Duration) {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	zero := f.zero
+	f.mu.Unlock()
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-zero:
 	case <-t.C:
 	}
 }

@@ -259,7 +259,7 @@ func (lc *lockCall) grantedByOther() outcome {
 func (lc *lockCall) leave() {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
-	c.leaves.Add(1) // Close waits for the leaves in flight, so that a closing process leaves no entry behind
+	c.leaves.add() // Close waits for the leaves in flight, so that a closing process leaves no entry behind
 	var try func()
 	try = func() {
 		k := plainKeys(lc.lo.name)
@@ -269,18 +269,18 @@ func (lc *lockCall) leave() {
 				if err == nil {
 					c.published(lc.sh, lc.lo.name, v)
 				}
-				c.leaves.Done()
+				c.leaves.done()
 				return
 			}
 			if c.now() >= give {
 				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
 					"lock", lc.lo.name, "owner", lc.owner, "err", err)
-				c.leaves.Done()
+				c.leaves.done()
 				return
 			}
 			c.after(c.cfg.RetryDelay, func(closed bool) {
 				if closed {
-					c.leaves.Done()
+					c.leaves.done()
 					return
 				}
 				try()
