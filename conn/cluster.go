@@ -45,7 +45,7 @@ func (c *Client) startCluster() error {
 	cl := &cluster{c: c, nodes: map[string]*node{}, retired: map[*node]*timer.Timeout{}, seeds: c.cfg.ClusterAddrs}
 	cl.useShards.Store(true)
 	c.cluster = cl
-	c.rt = &router{c: c, cluster: cl}
+	c.rt = &router{c: c, cluster: cl, retries: timer.NewGroup(c.tm)}
 	cl.rt = c.rt
 	cl.ep = &endpoint{cfg: &c.cfg, rt: c.rt}
 	cl.ref = &refresher{c: c, run: cl.refresh, period: c.cfg.TopologyRefreshInterval}

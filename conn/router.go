@@ -2,9 +2,9 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
@@ -77,7 +77,6 @@ type resend struct {
 	kind    refusal
 	refusal string // the refusal's text (MOVED slot addr, ...), "" for unreachable
 	last    error  // what the caller gets if the retries run out
-	rt      *router
 }
 
 // router is the topology layer of a Sentinel or cluster Client, between the Client's methods and its nodes: it
@@ -88,9 +87,7 @@ type router struct {
 	cluster  *cluster  // cluster mode
 	sentinel *sentinel // Sentinel mode
 
-	mu      sync.Mutex
-	delayed map[*resend]*timer.Timeout // retries waiting on the wheel; failed with ErrClosed by close
-	closed  bool
+	retries *timer.Group // retries waiting on the wheel; close fails them with ErrClosed
 }
 
 // nodeFor returns the node serving slot (-1: any); nil when the cluster knows no node yet.
@@ -241,60 +238,29 @@ func (rt *router) retryLater(r *resend) {
 	// long as the migration lasts, and each such cycle waits here. Counting its ASKs against maxMoves gave up after
 	// ~16 cycles (~1.4 s) instead of within RetryTimeout, which bounds the waits.
 	r.e.moves = 0
-	r.rt = rt
-	rt.mu.Lock()
-	if rt.closed {
-		rt.mu.Unlock()
-		r.last = ErrClosed
-		r.giveUp()
-		return
-	}
-	if rt.delayed == nil {
-		rt.delayed = make(map[*resend]*timer.Timeout)
-	}
-	to, err := rt.c.tm.NewTimeout(r, d)
+	err := rt.retries.After(d, func(closed bool) {
+		if closed {
+			r.last = ErrClosed
+			r.giveUp()
+			return
+		}
+		rt.retry(r)
+	})
 	if err != nil {
-		rt.mu.Unlock()
+		if errors.Is(err, timer.ErrGroupClosed) {
+			r.last = ErrClosed
+		}
 		r.giveUp()
-		return
 	}
-	rt.delayed[r] = to
-	rt.mu.Unlock()
-}
-
-// Run is a delayed retry (timer.Task), on the timer's worker: route r again by its slot and send it. Never blocks.
-func (r *resend) Run(*timer.Timeout) {
-	rt := r.rt
-	rt.mu.Lock()
-	if _, ok := rt.delayed[r]; !ok {
-		rt.mu.Unlock()
-		return // the Client closed, or kick took it
-	}
-	delete(rt.delayed, r)
-	rt.mu.Unlock()
-	r.retry()
 }
 
 // kick sends every waiting retry now instead of at the end of its delay: the topology just changed (a new map, a
 // new master), so they have somewhere to go. Never blocks.
-func (rt *router) kick() {
-	rt.mu.Lock()
-	var due []*resend
-	for r, to := range rt.delayed {
-		if to.Cancel() { // exact: its Run will not happen, this goroutine owns r now
-			delete(rt.delayed, r)
-			due = append(due, r)
-		}
-	}
-	rt.mu.Unlock()
-	for _, r := range due {
-		r.retry()
-	}
-}
+func (rt *router) kick() { rt.retries.RunNow() }
 
-// retry routes r again by its slot and sends it (or schedules the next retry).
-func (r *resend) retry() {
-	rt := r.rt
+// retry routes r again by its slot and sends it (or schedules the next retry). On the timer's worker or the
+// goroutine of kick; never blocks.
+func (rt *router) retry(r *resend) {
 	n := rt.nodeFor(int(r.e.slot))
 	if n == nil {
 		r.kind = unreachable
@@ -305,18 +271,7 @@ func (r *resend) retry() {
 }
 
 // close fails every waiting retry with ErrClosed; later retries fail at once.
-func (rt *router) close() {
-	rt.mu.Lock()
-	rt.closed = true
-	waiting := rt.delayed
-	rt.delayed = nil
-	rt.mu.Unlock()
-	for r, to := range waiting {
-		to.Cancel()
-		r.last = ErrClosed
-		r.giveUp()
-	}
-}
+func (rt *router) close() { rt.retries.Close() }
 
 // parseRedirect parses "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381".
 func parseRedirect(s string) (slot int, addr string, ok bool) {

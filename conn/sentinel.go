@@ -54,7 +54,7 @@ type watcher struct {
 func (c *Client) startSentinel() error {
 	s := &sentinel{c: c, name: c.cfg.MasterName, addrs: c.cfg.SentinelAddrs, scfg: c.cfg.sentinelConfig()}
 	c.sentinel = s
-	c.rt = &router{c: c, sentinel: s}
+	c.rt = &router{c: c, sentinel: s, retries: timer.NewGroup(c.tm)}
 	s.ref = &refresher{c: c, run: s.refresh, period: c.cfg.TopologyRefreshInterval}
 	c.reg = newRegistry(func(string) *pubsub { return c.node.pubsub(c, false) }, nil)
 
