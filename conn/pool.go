@@ -12,7 +12,7 @@ import (
 type endpoint struct {
 	cfg      *Config
 	master   bool
-	rt       *router
+	rt       rerouter
 	sentinel bool // connections to Sentinels (Event.Role)
 }
 

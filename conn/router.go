@@ -79,48 +79,87 @@ type resend struct {
 	last    error  // what the caller gets if the retries run out
 }
 
-// router is the topology layer of a Sentinel or cluster Client, between the Client's methods and its nodes: it
-// picks the node of each command, sends again what the servers refused without running (see refusal), retries
-// commands whose node is unreachable, and asks for topology refreshes when errors say the map is stale.
-type router struct {
-	c        *Client
-	cluster  *cluster  // cluster mode
-	sentinel *sentinel // Sentinel mode
+// rerouter is the routing layer as the connections below it see it: what a pipelined connection (pconn) and the
+// keeper that redials it need from the router of a Sentinel or cluster Client. A standalone Client's connections
+// have none (nil), which keeps interface calls off their hot path; every method here serves a command that went
+// wrong or a connection that was lost.
+type rerouter interface {
+	// reroute takes the commands that one reader turn found refused without being run (MOVED, ASK, TRYAGAIN,
+	// CLUSTERDOWN, LOADING, READONLY) and sends them again, at once or after a delay. Called on the reader without
+	// pconn.mu; never blocks.
+	reroute(rs []*resend)
+	// retryLater takes a command that was never written (its connection never opened) and sends it again after a
+	// backoff, within Config.RetryTimeout. Never blocks.
+	retryLater(r *resend)
+	// crossSlot reports whether the servers are a cluster, whose CROSSSLOT error replies become a *CrossSlotError.
+	crossSlot() bool
+	// topologyChanged asks for a topology refresh (rate-limited): a connection was lost. Never blocks.
+	topologyChanged()
+}
 
+// topology is the deployment behind a router: a Redis Cluster (cluster) or a master found through Sentinel
+// (sentinel). The router asks it where each command goes and tells it when its view looks stale. Safe for
+// concurrent use; nothing here blocks.
+type topology interface {
+	// slotOf returns the hash slot a command is routed by (-1: any node), or a *CrossSlotError for a script whose
+	// keys are in different slots. Allocates nothing unless it fails.
+	slotOf(s *Script, keys, args []string, routeKey string) (int, error)
+	// nodeFor returns the node serving slot (-1: any); nil while no node is known.
+	nodeFor(slot int) *node
+	// redirect returns the node a MOVED (moved true) or ASK reply names for slot, and records a MOVED; nil when the
+	// redirection cannot be followed (not a cluster, or closing).
+	redirect(slot int, addr string, moved bool) *node
+	// requestRefresh asks for the topology to be read again, rate-limited.
+	requestRefresh()
+	// close stops the refreshes and closes every node; commands pending on them fail with ErrClosed. It blocks
+	// until the nodes are closed, not for refreshes in progress (the Client waits for those).
+	close()
+}
+
+var (
+	_ rerouter = (*router)(nil)
+	_ topology = (*cluster)(nil)
+	_ topology = (*sentinel)(nil)
+)
+
+// router is the routing layer of a Sentinel or cluster Client, between the Client's methods and its nodes: it
+// picks the node of each command (asking the topology), sends again what the servers refused without running it
+// (see refusal), retries commands whose node is unreachable, and asks for topology refreshes when errors say the
+// topology's view is stale.
+type router struct {
+	c       *Client
+	topo    topology     // immutable
 	retries *timer.Group // retries waiting on the wheel; close fails them with ErrClosed
 }
 
-// nodeFor returns the node serving slot (-1: any); nil when the cluster knows no node yet.
-func (rt *router) nodeFor(slot int) *node {
-	if rt.cluster != nil {
-		return rt.cluster.nodeFor(slot)
-	}
-	return rt.c.node
+// newRouter returns the router of c over topo.
+func newRouter(c *Client, topo topology) *router {
+	return &router{c: c, topo: topo, retries: timer.NewGroup(c.tm)}
 }
 
-// topologyChanged asks for a topology refresh (cluster) or a Sentinel query, rate-limited; it never blocks.
-func (rt *router) topologyChanged() {
-	if rt.cluster != nil {
-		rt.cluster.ref.trigger()
-	} else {
-		rt.sentinel.ref.trigger()
-	}
+// nodeFor returns the node serving slot (-1: any); nil while the topology knows no node.
+func (rt *router) nodeFor(slot int) *node { return rt.topo.nodeFor(slot) }
+
+// topologyChanged asks for a topology refresh, rate-limited; it never blocks.
+func (rt *router) topologyChanged() { rt.topo.requestRefresh() }
+
+// crossSlot reports whether the topology is a cluster.
+func (rt *router) crossSlot() bool {
+	_, ok := rt.topo.(*cluster)
+	return ok
 }
 
 // do sends one command of a Sentinel or cluster Client: route, send, or take the retry path when its node has no
 // usable connection. p or op is the caller's result (op for SendAndWait); routeKey overrides the command's key.
 func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool, s *Script, keys, args []string,
 	routeKey string) {
-	slot := -1
-	if rt.cluster != nil {
-		var err error
-		if slot, err = commandSlot(s, keys, args, routeKey); err != nil {
-			if stop != nil {
-				stop()
-			}
-			failEntry(p, op, err)
-			return
+	slot, err := rt.topo.slotOf(s, keys, args, routeKey)
+	if err != nil {
+		if stop != nil {
+			stop()
 		}
+		failEntry(p, op, err)
+		return
 	}
 	e := pending{p: p, op: op, kind: kindUser, stop: stop, slot: int16(slot)}
 	if op != nil {
@@ -170,15 +209,16 @@ func (rt *router) reroute(rs []*resend) {
 		switch r.kind {
 		case refuseMoved, refuseAsk:
 			slot, addr, ok := parseRedirect(r.refusal)
-			if !ok || rt.cluster == nil || int(r.e.moves) >= maxMoves {
+			if !ok || int(r.e.moves) >= maxMoves {
+				r.giveUp()
+				continue
+			}
+			n := rt.topo.redirect(slot, addr, r.kind == refuseMoved)
+			if n == nil {
 				r.giveUp()
 				continue
 			}
 			r.e.moves++
-			n := rt.cluster.nodeAt(addr)
-			if r.kind == refuseMoved {
-				rt.cluster.moved(slot, n)
-			}
 			rt.sendTo(r, n, r.kind == refuseAsk)
 		case refuseDown, refuseReadOnly:
 			rt.topologyChanged()
@@ -270,8 +310,41 @@ func (rt *router) retry(r *resend) {
 	rt.sendTo(r, n, false)
 }
 
-// close fails every waiting retry with ErrClosed; later retries fail at once.
-func (rt *router) close() { rt.retries.Close() }
+// pipelineNode routes a Pipeline: every command with a key must map to one node (else ErrCrossNode); keyless
+// commands follow them. It fills es[i].slot. nil when the topology knows no node.
+func (rt *router) pipelineNode(cmds []Cmd, es []pending) (*node, error) {
+	var n *node
+	for i := range cmds {
+		slot, err := rt.topo.slotOf(cmds[i].Script, cmds[i].Keys, cmds[i].Args, cmds[i].RouteKey)
+		if err != nil {
+			return nil, err
+		}
+		es[i].slot = int16(slot)
+		if slot < 0 {
+			continue
+		}
+		m := rt.topo.nodeFor(slot)
+		if n == nil {
+			n = m
+		} else if m != n {
+			return nil, ErrCrossNode
+		}
+	}
+	if n == nil {
+		n = rt.topo.nodeFor(-1)
+	}
+	return n, nil
+}
+
+// close closes the topology (its refreshes and nodes), then fails every waiting retry with ErrClosed; later retries
+// fail at once. Client.Close calls settleRetries again once its goroutines have exited.
+func (rt *router) close() {
+	rt.topo.close()
+	rt.settleRetries()
+}
+
+// settleRetries fails every waiting retry with ErrClosed, and makes later ones fail at once.
+func (rt *router) settleRetries() { rt.retries.Close() }
 
 // parseRedirect parses "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381".
 func parseRedirect(s string) (slot int, addr string, ok bool) {

@@ -50,7 +50,7 @@ func (s *slot) connectLocked() *pconn {
 
 // newConnLocked creates a connection in stateConnecting and makes it current; the caller dials it.
 func (s *slot) newConnLocked() *pconn {
-	var rt *router
+	var rt rerouter
 	if s.ps == nil {
 		rt = s.ep.rt // pub/sub connections carry no caller commands
 	}
