@@ -111,7 +111,7 @@
 //   - A dropped connection (EOF, reset, a protocol error, a response timeout) fails every queued and in-flight
 //     command at once with a *ConnError wrapping the cause (errors.Is ErrConnLost; a *resp.ProtocolError or
 //     ErrTimeout is reachable with errors.As / errors.Is).
-//   - Its slot reconnects: at once when the connection had lived at least ReconnectMaxBackoff, else after a
+//   - Its keeper reconnects: at once when the connection had lived at least ReconnectMaxBackoff, else after a
 //     jittered exponential backoff (ReconnectMinBackoff doubling up to ReconnectMaxBackoff) scheduled on the timing
 //     wheel; the dial, TLS and AUTH/SELECT/CLIENT SETNAME/PING handshake run on a short-lived goroutine per attempt.
 //   - Commands while disconnected: a command goes to an open connection if the server has one; else it is queued on

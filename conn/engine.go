@@ -162,7 +162,7 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// OnClose fails the connection's pending commands and lets its slot reconnect.
+// OnClose fails the connection's pending commands and lets its keeper reconnect.
 func (*loopHandler) OnClose(c gnet.Conn, err error) gnet.Action {
 	t, ok := c.Context().(*gnetTransport)
 	if !ok {

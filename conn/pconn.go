@@ -18,7 +18,7 @@ import (
 //	                                it, or the Client was closed
 //
 // While connecting, commands are accepted and queued: they are written once the handshake is done (or fail with
-// the dial error). A closed connection is never reused; its slot creates a new one.
+// the dial error). A closed connection is never reused; its keeper creates a new one.
 type connState int32
 
 const (
@@ -45,7 +45,7 @@ type transport interface {
 	close()
 }
 
-// connOwner is told when a connection closes, to replace it (a pool slot).
+// connOwner is told when a connection closes, to replace it (a keeper).
 type connOwner interface {
 	connClosed(pc *pconn, wasOpen bool, err error)
 }

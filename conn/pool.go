@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// endpoint is what the connections of a node need to (re)connect, shared by its slots: the dial and handshake
+// endpoint is what the connections of a node need to (re)connect, shared by its keepers: the dial and handshake
 // configuration, whether ROLE must say master (a Sentinel Client's data nodes), and the topology layer that takes
 // back refused commands (nil for a standalone Client and for connections to Sentinels).
 type endpoint struct {
@@ -29,22 +29,22 @@ type node struct {
 	closed bool
 }
 
-// newNode creates a node with PoolSize slots, plus the latency lane on plain TCP unless disabled; nothing is
+// newNode creates a node with PoolSize keepers, plus the latency lane on plain TCP unless disabled; nothing is
 // dialled yet.
 func newNode(cl *Client, addr string, ep *endpoint) *node {
 	n := &node{ep: ep, addr: addr}
 	for range cl.cfg.PoolSize {
-		n.pool.slots = append(n.pool.slots, &slot{cl: cl, ep: ep, addr: addr})
+		n.pool.keepers = append(n.pool.keepers, &keeper{cl: cl, ep: ep, addr: addr})
 	}
-	n.pool.all = n.pool.slots
+	n.pool.all = n.pool.keepers
 	if cl.cfg.TLS == nil && !cl.cfg.DisableLatencyLane {
-		n.pool.lane = &slot{cl: cl, ep: ep, addr: addr, lane: true}
+		n.pool.lane = &keeper{cl: cl, ep: ep, addr: addr, lane: true}
 		n.pool.all = append(n.pool.all[:len(n.pool.all):len(n.pool.all)], n.pool.lane)
 	}
 	return n
 }
 
-// dialAll starts the first connection of every slot, each on a goroutine counted in wg (the caller waits: New).
+// dialAll starts the first connection of every keeper, each on a goroutine counted in wg (the caller waits: New).
 func (n *node) dialAll(wg *sync.WaitGroup) {
 	for _, s := range n.pool.all {
 		s.mu.Lock()
@@ -88,7 +88,7 @@ func (n *node) noAddress(cause error) {
 	}
 }
 
-// connectAll starts the first connection of every slot in the background (a node created by a topology change).
+// connectAll starts the first connection of every keeper in the background (a node created by a topology change).
 func (n *node) connectAll() {
 	for _, s := range n.pool.all {
 		s.mu.Lock()
@@ -115,7 +115,7 @@ func (n *node) pubsub(cl *Client, sharded bool) *pubsub {
 
 // up reports whether the node has an open command connection.
 func (n *node) up() bool {
-	for _, s := range n.pool.slots {
+	for _, s := range n.pool.keepers {
 		if pc := s.cur.Load(); pc != nil && pc.isOpen() {
 			return true
 		}
@@ -124,7 +124,7 @@ func (n *node) up() bool {
 }
 
 // retarget moves every connection of the node to addr (a Sentinel Client's new master): commands in flight on the
-// old connections fail with a *ConnError matching ErrConnLost whose cause is ErrMasterSwitched, and each slot
+// old connections fail with a *ConnError matching ErrConnLost whose cause is ErrMasterSwitched, and each keeper
 // dials addr at once; the pub/sub connection resubscribes its channels there (KindResubscribed).
 func (n *node) retarget(addr string) bool {
 	n.psMu.Lock()
@@ -139,7 +139,7 @@ func (n *node) retarget(addr string) bool {
 		s.retarget(addr)
 	}
 	if ps != nil {
-		ps.slot.retarget(addr)
+		ps.keeper.retarget(addr)
 	}
 	return true
 }
@@ -162,15 +162,15 @@ func (n *node) close(cause error) {
 	n.closed = true
 	n.psMu.Unlock()
 	if ps != nil {
-		ps.slot.close(cause)
+		ps.keeper.close(cause)
 	}
 }
 
 // pool spreads commands over a few connections to one server.
 type pool struct {
-	slots []*slot // the event-loop connections; immutable after newNode
-	lane  *slot   // the latency lane, or nil; immutable after newNode
-	all   []*slot // slots and lane
+	keepers []*keeper // the event-loop connections; immutable after newNode
+	lane    *keeper   // the latency lane, or nil; immutable after newNode
+	all     []*keeper // keepers and lane
 }
 
 // pick returns the connection for the next command:
@@ -190,7 +190,7 @@ func (p *pool) pick() *pconn {
 	var best, connecting *pconn
 	bestN, connectingN := int32(math.MaxInt32), int32(math.MaxInt32)
 	idle := true
-	for _, s := range p.slots {
+	for _, s := range p.keepers {
 		pc := s.cur.Load()
 		if pc == nil {
 			continue
@@ -235,5 +235,5 @@ func (p *pool) unavailable() error {
 	if errors.As(cause, &ce) {
 		cause = ce.Err
 	}
-	return unavailableError(p.slots[0].currentAddr(), "connect", cause)
+	return unavailableError(p.keepers[0].currentAddr(), "connect", cause)
 }

@@ -288,7 +288,7 @@ func (s *sentinel) close() {
 			w.retry = nil
 		}
 		w.reg.mu.Unlock()
-		w.ps.slot.close(nil)
+		w.ps.keeper.close(nil)
 	}
 	if s.node != nil { // nil when New failed before finding the master
 		s.node.close(nil)
