@@ -425,21 +425,6 @@ func (pc *pconn) closeState(op string, err error, only connState) bool {
 	return true
 }
 
-// rescueLocked takes the caller commands queued on a connection that never opened out of the fifo (marking them
-// kindResent), with a copy of their bytes, for the router to send again.
-func (pc *pconn) rescueLocked(cause error) []*resend {
-	var out []*resend
-	pc.q.each(func(e *pending) {
-		if e.kind != kindUser || e.logLen == 0 || e.done() {
-			return
-		}
-		r := pc.takeForResend(e, cause)
-		r.kind = unreachable
-		out = append(out, r)
-	})
-	return out
-}
-
 // abandon closes the connection on purpose (a master switch, a node leaving the topology): an open one is reset,
 // so its in-flight commands fail with a *ConnError matching ErrConnLost that wraps cause; one still connecting is
 // closed, so its queued commands (never sent) fail with ErrUnavailable, or go to the router. The owner is told,

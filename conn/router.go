@@ -12,40 +12,6 @@ import (
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// refusal is a server reply meaning that the command was not run and may be sent again.
-type refusal uint8
-
-const (
-	refuseNone     refusal = iota
-	refuseMoved            // MOVED slot addr: the slot lives elsewhere for good; update the map and send there
-	refuseAsk              // ASK slot addr: this one command goes to addr, preceded by ASKING (slot migration)
-	refuseTryAgain         // TRYAGAIN: a multi-key command during a migration; retry after a short wait
-	refuseDown             // CLUSTERDOWN: the cluster cannot serve the slot now (failover in progress)
-	refuseLoading          // LOADING: the server is loading its data set
-	refuseReadOnly         // READONLY: a replica (an old master, demoted); the Sentinels know the new master
-	unreachable            // not a reply: the command's node had no usable connection, so it was never sent
-)
-
-// refusalOf classifies an error reply.
-func refusalOf(v *resp.Value) refusal {
-	s := v.Str
-	switch {
-	case strings.HasPrefix(s, "MOVED "):
-		return refuseMoved
-	case strings.HasPrefix(s, "ASK "):
-		return refuseAsk
-	case strings.HasPrefix(s, "TRYAGAIN"):
-		return refuseTryAgain
-	case strings.HasPrefix(s, "CLUSTERDOWN"):
-		return refuseDown
-	case strings.HasPrefix(s, "LOADING"):
-		return refuseLoading
-	case strings.HasPrefix(s, "READONLY"):
-		return refuseReadOnly
-	}
-	return refuseNone
-}
-
 // maxMoves bounds the MOVED and ASK redirections one command follows between two delayed retries (the map should
 // settle after one or two); past it the last MOVED or ASK error reaches the caller.
 const maxMoves = 16
@@ -66,17 +32,6 @@ func retryDelay(n int) (d, waited time.Duration) {
 		d = min(2*d, retryMaxDelay)
 	}
 	return d, waited
-}
-
-// resend is a caller's command taken back from a connection because the server refused it without running it, or
-// because it was never sent: its entry (promise or syncOp, context stop, slot, counters) and its encoded bytes.
-// The router sends it again, at once (MOVED, ASK) or after a delay on the timer wheel.
-type resend struct {
-	e       pending
-	raw     []byte
-	kind    refusal
-	refusal string // the refusal's text (MOVED slot addr, ...), "" for unreachable
-	last    error  // what the caller gets if the retries run out
 }
 
 // rerouter is the routing layer as the connections below it see it: what a pipelined connection (pconn) and the
@@ -183,23 +138,6 @@ func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool
 	}
 	e.script = s // so that a NOSCRIPT reply to the resend is handled like any EVALSHA's
 	rt.retryLater(&resend{e: e, raw: appendCmd(nil, s, keys, args), kind: unreachable, last: last})
-}
-
-// failEntry fails a caller's result.
-func failEntry(p *future.Promise[resp.Value], op *syncOp, err error) {
-	if op != nil {
-		op.fail(err)
-		return
-	}
-	p.Fail(err)
-}
-
-// giveUp completes r's caller with r.last (the refusal, or the unavailability) and unregisters its context.
-func (r *resend) giveUp() {
-	if r.e.stop != nil {
-		r.e.stop()
-	}
-	failEntry(r.e.p, r.e.op, r.last)
 }
 
 // reroute takes the refused commands of one reader turn (on the reader, after the connection's mutex is released):
