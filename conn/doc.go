@@ -233,7 +233,7 @@
 //	redis-cluster://[user:pass@]host1:port1,host2:port2[?opts]
 //
 // (rediss, rediss-sentinel, rediss-cluster for TLS). The API is the same in every topology. The Client keeps a node
-// per server it talks to (a pool as above plus a pub/sub connection); a router above the nodes (router.go) picks
+// per server it talks to (a pool as above plus a pub/sub connection); a router above the nodes (topo_router.go) picks
 // the node of each command on Sentinel and cluster Clients, and takes back what a server refused without running
 // it. Standalone commands never pass through the router: its cost (a slot hash, a copy of each command's bytes
 // into the connection's log) is paid only by the topologies that need it, and the allocation stays one per
