@@ -112,10 +112,8 @@ func (cl *cluster) nodeFor(slot int) *node {
 	return (*ms)[int(cl.rr.Add(1)%uint32(len(*ms)))]
 }
 
-// slotOf is topology.slotOf: the slot of the command's first key (commandSlot).
-func (cl *cluster) slotOf(s *Script, keys, args []string, routeKey string) (int, error) {
-	return commandSlot(s, keys, args, routeKey)
-}
+// routesBySlot is topology.routesBySlot: a cluster routes each command to the node of its key's slot.
+func (cl *cluster) routesBySlot() bool { return true }
 
 // redirect is topology.redirect: the node at addr (created when the map did not know it), recorded as slot's
 // owner for a MOVED.

@@ -56,9 +56,10 @@ type rerouter interface {
 // (sentinel). The router asks it where each command goes and tells it when its view looks stale. Safe for
 // concurrent use; nothing here blocks.
 type topology interface {
-	// slotOf returns the hash slot a command is routed by (-1: any node), or a *CrossSlotError for a script whose
-	// keys are in different slots. Allocates nothing unless it fails.
-	slotOf(s *Script, keys, args []string, routeKey string) (int, error)
+	// routesBySlot reports whether commands go to the node of their key's hash slot (a cluster; see commandSlot)
+	// rather than all to one node. (The router computes the slot itself: passing a caller's keys and args through
+	// an interface call would make them escape, an allocation per command.)
+	routesBySlot() bool
 	// nodeFor returns the node serving slot (-1: any); nil while no node is known.
 	nodeFor(slot int) *node
 	// redirect returns the node a MOVED (moved true) or ASK reply names for slot, and records a MOVED; nil when the
@@ -84,12 +85,21 @@ var (
 type router struct {
 	c       *Client
 	topo    topology     // immutable
+	bySlot  bool         // topo.routesBySlot(); immutable
 	retries *timer.Group // retries waiting on the wheel; close fails them with ErrClosed
 }
 
 // newRouter returns the router of c over topo.
 func newRouter(c *Client, topo topology) *router {
-	return &router{c: c, topo: topo, retries: timer.NewGroup(c.tm)}
+	return &router{c: c, topo: topo, bySlot: topo.routesBySlot(), retries: timer.NewGroup(c.tm)}
+}
+
+// slotOf returns the hash slot a command is routed by: commandSlot's on a cluster, -1 (any node) elsewhere.
+func (rt *router) slotOf(s *Script, keys, args []string, routeKey string) (int, error) {
+	if !rt.bySlot {
+		return -1, nil
+	}
+	return commandSlot(s, keys, args, routeKey)
 }
 
 // nodeFor returns the node serving slot (-1: any); nil while the topology knows no node.
@@ -99,16 +109,13 @@ func (rt *router) nodeFor(slot int) *node { return rt.topo.nodeFor(slot) }
 func (rt *router) topologyChanged() { rt.topo.requestRefresh() }
 
 // crossSlot reports whether the topology is a cluster.
-func (rt *router) crossSlot() bool {
-	_, ok := rt.topo.(*cluster)
-	return ok
-}
+func (rt *router) crossSlot() bool { return rt.bySlot }
 
 // do sends one command of a Sentinel or cluster Client: route, send, or take the retry path when its node has no
 // usable connection. p or op is the caller's result (op for SendAndWait); routeKey overrides the command's key.
 func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool, s *Script, keys, args []string,
 	routeKey string) {
-	slot, err := rt.topo.slotOf(s, keys, args, routeKey)
+	slot, err := rt.slotOf(s, keys, args, routeKey)
 	if err != nil {
 		if stop != nil {
 			stop()
@@ -253,7 +260,7 @@ func (rt *router) retry(r *resend) {
 func (rt *router) pipelineNode(cmds []Cmd, es []pending) (*node, error) {
 	var n *node
 	for i := range cmds {
-		slot, err := rt.topo.slotOf(cmds[i].Script, cmds[i].Keys, cmds[i].Args, cmds[i].RouteKey)
+		slot, err := rt.slotOf(cmds[i].Script, cmds[i].Keys, cmds[i].Args, cmds[i].RouteKey)
 		if err != nil {
 			return nil, err
 		}

@@ -265,8 +265,8 @@ func (w *watcher) onMessage(m Message) {
 	}
 }
 
-// slotOf is topology.slotOf: the master serves every key.
-func (s *sentinel) slotOf(*Script, []string, []string, string) (int, error) { return -1, nil }
+// routesBySlot is topology.routesBySlot: the master serves every key.
+func (s *sentinel) routesBySlot() bool { return false }
 
 // nodeFor is topology.nodeFor: the master's node, whatever the slot.
 func (s *sentinel) nodeFor(int) *node { return s.node }
