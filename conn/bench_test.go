@@ -17,7 +17,7 @@ import (
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
-// The Redisson-style scripts of ../shared/BENCHMARKS.md (acquire: create-or-reenter else PTTL; release: not owner ->
+// Redisson-style lock scripts, as the bench command's workloads run them (acquire: create-or-reenter else PTTL; release: not owner ->
 // nil, decrement, delete + publish at zero).
 var (
 	benchAcquire = conn.NewScript(`if redis.call('exists', KEYS[1]) == 0 then
