@@ -309,7 +309,9 @@
 // # Costs of the topologies
 //
 // The cluster path costs the client little: a one-node cluster through a cluster Client runs about as fast as a
-// standalone server. A cluster of several masters is slower per server on a small machine, because each server's
-// batches are shallower (more system calls per command), and replicas add the replication stream on top; see
-// bench/README.md ("conn topologies") for the measured figures.
+// standalone server, at a slot hash and a copy of each command's bytes. Spreading keys over several masters splits
+// each batch between them: every server gets shallower batches (more system calls per command), and replicas add
+// the replication stream. With every server on the same two cores, a three-master cluster therefore made fewer
+// pairs per second than one server; with a core per server the masters should add up. Figures: bench/README.md
+// ("conn topologies").
 package conn
