@@ -217,7 +217,8 @@ func (q *queue) deliverLocked(nonce uint64, digits string, granted bool) (*waite
 			w.again = false
 			w.beginAttemptLocked()
 			return w, false
-		case wAttempting:
+		case wAttempting, wGranting:
+			// Learnt when the attempt's reply, or the reply of the release that names it, comes.
 			if granted {
 				w.grantMsg = true
 			} else {
@@ -329,10 +330,22 @@ func (lc *lockCall) resumeAfterRelease() {
 		lc.fail(err)
 		return
 	}
+	if w.grantMsg {
+		// Granted by someone else's release while this client's release named it (after its last refused attempt).
+		w.grantMsg = false
+		w.state = wAttempting
+		sh.mu.Unlock()
+		lc.settle(lc.grantedByOther(), false)
+		return
+	}
 	w.state = wIdle
 	attempt := false
 	now := sh.c.now()
 	switch {
+	case w.again:
+		w.again = false
+		w.beginAttemptLocked()
+		attempt = true
 	case w.queued:
 		w.armLocked(lc.refreshEvery())
 	case w.q != nil && w.q.holdBack > now:

@@ -219,11 +219,11 @@ const entryLua = `(ARGV[3] .. ':' .. (ARGV[6] ~= '' and ARGV[6] or string.match(
 // grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim
 // the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[5].
 func queuedAcquireSrc(grant, claim string) string {
-	return publishLua + `if redis.call('exists', KEYS[1]) == 0 then
-  if redis.call('exists', KEYS[3]) == 0 then
+	return publishLua + `local taken = redis.call('exists', KEYS[1], KEYS[3])
+if taken == 0 then
 ` + grant + `
-  end
-elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if ARGV[5] == '1' then
     if ` + grantedLua + ` then
 ` + claim + `
@@ -232,7 +232,7 @@ elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('zrem', KEYS[4], ` + entryLua + `)
   end
 ` + grant + `
-elseif ARGV[3] == '' then
+elseif ARGV[3] == '' and (taken == 2 or redis.call('exists', KEYS[3]) == 0) then
   return redis.call('pttl', KEYS[1])
 end
 ` + queueClockLua + queueHandOverLua + `local head = live()
