@@ -8,7 +8,7 @@ import (
 
 // doorbell wakes one event loop to flush connections, without gnet's Wake.
 //
-// Why: gnet's Wake allocates a closure per call (GNET-NOTES pitfall 7) and queues a task; with FlushEager that was
+// Why: gnet's Wake allocates a closure per call and queues a task; with FlushEager that was
 // 0.10-0.15 extra allocations per command at G=64 here, over the budget of one (the promise). A doorbell is a Unix
 // socketpair whose read end is enrolled into the loop like a connection: ringing it writes one byte (only when it
 // is not already rung), and the loop's OnTraffic for it flushes every connection queued on it. Connections queue

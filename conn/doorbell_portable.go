@@ -4,7 +4,7 @@ package conn
 
 // startDoorbells creates none: a doorbell needs a Unix socketpair that gnet enrolls as a connection. Every
 // connection's bell stays nil, so kick wakes its loop with gnet's Wake, which runs OnTraffic and so flushes the
-// same way, at the cost of a closure allocation per wake-up (GNET-NOTES pitfall 7). Linux builds this path with
+// same way, at the cost of a closure allocation per wake-up. Linux builds this path with
 // the locksmith_portable tag, so the Linux test suite runs it too.
 func (e *engine) startDoorbells(int) error { return nil }
 

@@ -26,7 +26,7 @@ func newEngine(n int, log *slog.Logger) (*engine, error) {
 	cli, err := gnet.NewClient(&loopHandler{eng: e},
 		gnet.WithNumEventLoop(n),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		// gnet's default logger prints to stdout (GNET-NOTES pitfall 4); route it to ours.
+		// gnet's default logger prints to stdout; route it to ours.
 		gnet.WithLogger(gnetLogger{log}),
 	)
 	if err != nil {
@@ -55,7 +55,7 @@ func (e *engine) bellFor(el gnet.EventLoop) *doorbell {
 
 // enroll hands a connected, handshaken TCP connection to an event loop and returns its transport. gnet duplicates
 // the socket and closes nc. The transport travels in EnrollContext's context so that it is in place before the
-// first event (setting it afterwards would race with OnTraffic: GNET-NOTES pitfall 1). It blocks until the loop has
+// first event (setting it afterwards would race with the first OnTraffic). It blocks until the loop has
 // registered the connection, so it must not be called from an event loop.
 func (e *engine) enroll(nc net.Conn, pc *pconn) (*gnetTransport, error) {
 	t := &gnetTransport{pc: pc}
@@ -89,7 +89,7 @@ type gnetTransport struct {
 var _ transport = (*gnetTransport)(nil)
 
 // kick rings the loop's doorbell, whose answer flushes this connection. Without a doorbell it uses gnet's Wake,
-// which runs OnTraffic (and so flushes) but allocates a closure per call (GNET-NOTES pitfall 7).
+// which runs OnTraffic (and so flushes) but allocates a closure per call.
 func (t *gnetTransport) kick() *doorbell {
 	if t.bell != nil {
 		return t.bell.ring(t)
@@ -146,7 +146,7 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 		// buffer stays empty and Peek returns the loop's read buffer without copying.
 		data, _ := c.Peek(-1)
 		err := pc.onInbound(data)
-		_, _ = c.Discard(len(data)) // len(data) > 0: Discard(0) would discard everything (GNET-NOTES pitfall 2)
+		_, _ = c.Discard(len(data)) // len(data) > 0: gnet's Discard(n <= 0) discards the whole buffer
 		if err != nil {
 			return gnet.Close
 		}
@@ -162,7 +162,7 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// OnClose fails the connection's pending commands and lets its slot reconnect.
+// OnClose fails the connection's pending commands and lets its keeper reconnect.
 func (*loopHandler) OnClose(c gnet.Conn, err error) gnet.Action {
 	t, ok := c.Context().(*gnetTransport)
 	if !ok {

@@ -21,7 +21,7 @@ func laneAlive(pc, best *pconn) bool { return pc.lane.alive(pc, best == nil) }
 // alive reports whether the idle lane can take a command now. Nobody reads a lane in roleNone, and without a
 // non-blocking peek (Windows has none that Go's netpoller tolerates on its sockets) the only portable way to learn
 // that the server closed it is to read it. So a lane unread for laneProbeAfter is handed to its background reader,
-// whose Read returns at once if the server closed the socket (the lane is then reset and its slot reconnects),
+// whose Read returns at once if the server closed the socket (the lane is then reset and its keeper reconnects),
 // and this command goes to an event-loop connection (false). The next commands find a reader on the socket and
 // use the lane (true); the background reader gives the read role back to the first Get that drives, once its
 // reply is read, so a sequential caller pays one hand-off per pause instead of a peek. When no event-loop

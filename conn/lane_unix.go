@@ -13,7 +13,7 @@ import (
 func laneAlive(pc, _ *pconn) bool { return pc.lane.alive(pc) }
 
 // alive reports whether the idle lane can take a command: true unless the server closed it while nobody was
-// reading (see laneProbeAfter), in which case the lane is reset (its slot reconnects) and false is returned. pick
+// reading (see laneProbeAfter), in which case the lane is reset (its keeper reconnects) and false is returned. pick
 // calls it; it does not block.
 func (l *laneReader) alive(pc *pconn) bool {
 	if time.Duration(int64(time.Since(laneEpoch))-l.lastTurn.Load()) < laneProbeAfter || l.fd < 0 {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	// Benchmark comparison only (DESIGN.md, Timer): it deadlocks under churn (its issue #53), so it never appears
+	// Benchmark comparison only: it deadlocks under churn (RussellLuo/timingwheel issue #53), so it never appears
 	// outside this file, and every benchmark using it runs under guarded.
 	"github.com/RussellLuo/timingwheel"
 )

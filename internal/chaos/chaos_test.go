@@ -62,7 +62,7 @@ func TestChaosNoFaults(t *testing.T) {
 	}
 }
 
-// TestChaos is the short CI version of the checker (issue 10 item 6): for each fault kind, workers run for about
+// TestChaos is the short CI version of the checker: for each fault kind, workers run for about
 // 16 s against a real redis-server while the fault is injected three times, and the log must show no overlap of
 // believed holds, no token out of order, no waiter past its bound, no worker that failed to stop, and the server
 // must be left without lock keys or subscriptions.

@@ -1,4 +1,4 @@
-// Package chaos proves the lock's central promise under the faults production brings (issue 10): at most one
+// Package chaos proves the lock's central promise under the faults production brings: at most one
 // holder of a lock at a time, no waiter past its bound, nothing leaked, every failure surfacing as an error or a
 // cancelled held context.
 //

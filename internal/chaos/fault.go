@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// FaultKind names a kind of fault the orchestrator injects (issue 10 item 3).
+// FaultKind names a kind of fault the orchestrator injects.
 type FaultKind string
 
 // The fault kinds.

@@ -8,7 +8,7 @@ import (
 )
 
 // Flat is the soak's resource verdict: whether the workers' goroutines and heap, and the server's keys, channels
-// and clients, stayed flat over a long run (issue 10 item 4), with the figures behind it.
+// and clients, stayed flat over a long run, with the figures behind it.
 type Flat struct {
 	Lines    []string // one line per figure, for the report
 	Problems []string // what grew; empty when everything stayed flat

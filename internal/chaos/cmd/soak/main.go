@@ -1,4 +1,4 @@
-// Command soak is the long chaos run (issue 10 item 4, `make soak`): worker processes acquire fenced and plain
+// Command soak is the long chaos run (`make soak`): worker processes acquire fenced and plain
 // locks through two fault proxies in front of a real redis-server for -duration (10 minutes by default) while every
 // kind of fault is injected in turn, then the checker verifies the log (no overlap of believed holds, tokens in
 // grant order, no waiter past its bound, every worker stopped cleanly) and the resources are checked for growth

@@ -32,7 +32,7 @@ func TestParseSlots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &topology{shards: []shardInfo{
+	want := &slotMap{shards: []shardInfo{
 		{master: "10.0.0.1:7000", replicas: []string{"10.0.0.2:7001"}, ranges: [][2]int{{0, 99}, {200, 299}}},
 		{master: "192.168.1.9:7002", ranges: [][2]int{{100, 199}}},
 	}}
@@ -63,7 +63,7 @@ func TestParseShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &topology{shards: []shardInfo{
+	want := &slotMap{shards: []shardInfo{
 		{master: "10.0.0.2:8001", replicas: []string{"10.0.0.3:8002"}, ranges: [][2]int{{0, 10}, {20, 30}}},
 		{},
 	}}

@@ -14,7 +14,6 @@ import (
 // (an atomic pointer per slot); refreshes, MOVED replies and node creation take mu.
 type cluster struct {
 	c   *Client
-	rt  *router
 	ep  *endpoint // shared by every node's connections
 	ref *refresher
 	// sharded: channels use SSUBSCRIBE, scripts SPUBLISH. Probed by New, or (LazyConnect with no seed answering)
@@ -44,14 +43,12 @@ type cluster struct {
 func (c *Client) startCluster() error {
 	cl := &cluster{c: c, nodes: map[string]*node{}, retired: map[*node]*timer.Timeout{}, seeds: c.cfg.ClusterAddrs}
 	cl.useShards.Store(true)
-	c.cluster = cl
-	c.rt = &router{c: c, cluster: cl}
-	cl.rt = c.rt
+	c.rt = newRouter(c, cl)
 	cl.ep = &endpoint{cfg: &c.cfg, rt: c.rt}
 	cl.ref = &refresher{c: c, run: cl.refresh, period: c.cfg.TopologyRefreshInterval}
 	c.reg = newRegistry(cl.routePubsub, cl.movedPubsub)
 
-	var t *topology
+	var t *slotMap
 	var errs []error
 	for _, seed := range cl.seeds {
 		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout)
@@ -115,6 +112,22 @@ func (cl *cluster) nodeFor(slot int) *node {
 	return (*ms)[int(cl.rr.Add(1)%uint32(len(*ms)))]
 }
 
+// routesBySlot is topology.routesBySlot: a cluster routes each command to the node of its key's slot.
+func (cl *cluster) routesBySlot() bool { return true }
+
+// redirect is topology.redirect: the node at addr (created when the map did not know it), recorded as slot's
+// owner for a MOVED.
+func (cl *cluster) redirect(slot int, addr string, moved bool) *node {
+	n := cl.nodeAt(addr)
+	if n != nil && moved {
+		cl.moved(slot, n)
+	}
+	return n
+}
+
+// requestRefresh is topology.requestRefresh.
+func (cl *cluster) requestRefresh() { cl.ref.trigger() }
+
 // nodeAt returns the node for addr (a MOVED or ASK target), creating it (and starting its connections) when the
 // map did not know it yet; nil once the Client is closing.
 func (cl *cluster) nodeAt(addr string) *node {
@@ -163,36 +176,11 @@ func (cl *cluster) movedPubsub(msg string) *pubsub {
 	return n.pubsub(cl.c, cl.sharded.Load())
 }
 
-// pipelineNode routes a Pipeline: every command with a key must map to one node; it fills es[i].slot.
-func (cl *cluster) pipelineNode(cmds []Cmd, es []pending) (*node, error) {
-	var n *node
-	for i := range cmds {
-		slot, err := commandSlot(cmds[i].Script, cmds[i].Keys, cmds[i].Args, cmds[i].RouteKey)
-		if err != nil {
-			return nil, err
-		}
-		es[i].slot = int16(slot)
-		if slot < 0 {
-			continue
-		}
-		m := cl.nodeFor(slot)
-		if n == nil {
-			n = m
-		} else if m != n {
-			return nil, ErrCrossNode
-		}
-	}
-	if n == nil {
-		n = cl.nodeFor(-1)
-	}
-	return n, nil
-}
-
 // apply installs a slot map: a node per master (created and dialled when new: into dials when given, else in the
 // background), every slot pointing at its master's node, nodes that serve no slot retired (closed after a grace
 // period, so that replies in flight still arrive), then channels moved to their slot's node. It reports whether
 // any slot changed node.
-func (cl *cluster) apply(t *topology, dials *sync.WaitGroup) (changed bool) {
+func (cl *cluster) apply(t *slotMap, dials *sync.WaitGroup) (changed bool) {
 	cl.mu.Lock()
 	if cl.closed {
 		cl.mu.Unlock()
@@ -326,7 +314,7 @@ func (cl *cluster) refresh() {
 		cl.sharded.Store(sharded && !cl.c.cfg.DisableShardedPubSub)
 	}
 	if cl.apply(t, nil) {
-		cl.rt.kick() // retries waiting for this change go now
+		cl.c.rt.kick() // retries waiting for this change go now
 	}
 	if cl.suspects(t) > 0 {
 		cl.ref.stillDegraded()
@@ -337,7 +325,7 @@ func (cl *cluster) refresh() {
 
 // suspects counts the masters of t whose node the Client has and cannot reach: a map naming them is stale (a
 // failover in progress) or the server is down.
-func (cl *cluster) suspects(t *topology) int {
+func (cl *cluster) suspects(t *slotMap) int {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	n := 0

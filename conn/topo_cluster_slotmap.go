@@ -18,13 +18,13 @@ type shardInfo struct {
 	ranges   [][2]int // inclusive slot ranges
 }
 
-// topology is a cluster's slot map as one node sees it.
-type topology struct {
+// slotMap is a cluster's slot map as one node sees it.
+type slotMap struct {
 	shards []shardInfo
 }
 
 // addrs returns every node address of t: masters first, then replicas.
-func (t *topology) addrs() []string {
+func (t *slotMap) addrs() []string {
 	var out []string
 	for _, s := range t.shards {
 		if s.master != "" {
@@ -40,7 +40,7 @@ func (t *topology) addrs() []string {
 // fetchFrom asks the node at addr for the slot map: CLUSTER SHARDS while the servers know it (Redis 7), else CLUSTER
 // SLOTS (the first "unknown subcommand" switches the Client to SLOTS for good). With probe it also asks COMMAND
 // INFO SSUBSCRIBE and reports whether the server has sharded pub/sub. It blocks for at most ctx.
-func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *topology, sharded bool, err error) {
+func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *slotMap, sharded bool, err error) {
 	cfg := &cl.c.cfg
 	for {
 		shards := cl.useShards.Load()
@@ -88,9 +88,9 @@ func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *t
 // During a failover the nodes learn the promotion at different moments (the promoted replica first), so while the
 // maps it gets name an unreachable master it asks the next node, and returns the map with the fewest such masters.
 // It blocks until then or until the Client closes.
-func (cl *cluster) fetch(probe bool) (*topology, bool, error) {
+func (cl *cluster) fetch(probe bool) (*slotMap, bool, error) {
 	var errs []error
-	var best *topology
+	var best *slotMap
 	bestSuspects, bestSharded := 0, false
 	for _, addr := range cl.candidates() {
 		ctx, cancel := context.WithTimeout(cl.c.ctx, cl.c.cfg.DialTimeout)
@@ -144,11 +144,11 @@ func (cl *cluster) candidates() []string {
 // parseShards reads a CLUSTER SHARDS reply: an array of shards, each a flat field/value array with "slots" (a flat
 // list of range bounds) and "nodes" (each a flat field/value array: ip, endpoint, port, tls-port, role, health...).
 // host is the queried node's host, used when a node does not know its own address.
-func parseShards(v *resp.Value, host string, useTLS bool) (*topology, error) {
+func parseShards(v *resp.Value, host string, useTLS bool) (*slotMap, error) {
 	if v.Type != resp.Array {
 		return nil, fmt.Errorf("CLUSTER SHARDS: unexpected reply %s", v.String())
 	}
-	t := &topology{}
+	t := &slotMap{}
 	for _, sv := range v.Elems {
 		var sh shardInfo
 		fields := pairs(&sv)
@@ -210,12 +210,12 @@ func nodeAddr(f map[string]*resp.Value, host string, useTLS bool) string {
 
 // parseSlots reads a CLUSTER SLOTS reply: an array of [start, end, master, replicas...], each node an array
 // [ip, port, id, ...].
-func parseSlots(v *resp.Value, host string) (*topology, error) {
+func parseSlots(v *resp.Value, host string) (*slotMap, error) {
 	if v.Type != resp.Array {
 		return nil, fmt.Errorf("CLUSTER SLOTS: unexpected reply %s", v.String())
 	}
 	byMaster := map[string]int{}
-	t := &topology{}
+	t := &slotMap{}
 	for _, e := range v.Elems {
 		if e.Type != resp.Array || len(e.Elems) < 3 {
 			return nil, fmt.Errorf("CLUSTER SLOTS: bad entry %s", e.String())

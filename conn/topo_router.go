@@ -2,49 +2,15 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/timer"
 )
-
-// refusal is a server reply meaning that the command was not run and may be sent again.
-type refusal uint8
-
-const (
-	refuseNone     refusal = iota
-	refuseMoved            // MOVED slot addr: the slot lives elsewhere for good; update the map and send there
-	refuseAsk              // ASK slot addr: this one command goes to addr, preceded by ASKING (slot migration)
-	refuseTryAgain         // TRYAGAIN: a multi-key command during a migration; retry after a short wait
-	refuseDown             // CLUSTERDOWN: the cluster cannot serve the slot now (failover in progress)
-	refuseLoading          // LOADING: the server is loading its data set
-	refuseReadOnly         // READONLY: a replica (an old master, demoted); the Sentinels know the new master
-	unreachable            // not a reply: the command's node had no usable connection, so it was never sent
-)
-
-// refusalOf classifies an error reply.
-func refusalOf(v *resp.Value) refusal {
-	s := v.Str
-	switch {
-	case strings.HasPrefix(s, "MOVED "):
-		return refuseMoved
-	case strings.HasPrefix(s, "ASK "):
-		return refuseAsk
-	case strings.HasPrefix(s, "TRYAGAIN"):
-		return refuseTryAgain
-	case strings.HasPrefix(s, "CLUSTERDOWN"):
-		return refuseDown
-	case strings.HasPrefix(s, "LOADING"):
-		return refuseLoading
-	case strings.HasPrefix(s, "READONLY"):
-		return refuseReadOnly
-	}
-	return refuseNone
-}
 
 // maxMoves bounds the MOVED and ASK redirections one command follows between two delayed retries (the map should
 // settle after one or two); past it the last MOVED or ASK error reaches the caller.
@@ -68,62 +34,94 @@ func retryDelay(n int) (d, waited time.Duration) {
 	return d, waited
 }
 
-// resend is a caller's command taken back from a connection because the server refused it without running it, or
-// because it was never sent: its entry (promise or syncOp, context stop, slot, counters) and its encoded bytes.
-// The router sends it again, at once (MOVED, ASK) or after a delay on the timer wheel.
-type resend struct {
-	e       pending
-	raw     []byte
-	kind    refusal
-	refusal string // the refusal's text (MOVED slot addr, ...), "" for unreachable
-	last    error  // what the caller gets if the retries run out
-	rt      *router
+// rerouter is the routing layer as the connections below it see it: what a pipelined connection (pconn) and the
+// keeper that redials it need from the router of a Sentinel or cluster Client. A standalone Client's connections
+// have none (nil), which keeps interface calls off their hot path; every method here serves a command that went
+// wrong or a connection that was lost.
+type rerouter interface {
+	// reroute takes the commands that one reader turn found refused without being run (MOVED, ASK, TRYAGAIN,
+	// CLUSTERDOWN, LOADING, READONLY) and sends them again, at once or after a delay. Called on the reader without
+	// pconn.mu; never blocks.
+	reroute(rs []*resend)
+	// retryLater takes a command that was never written (its connection never opened) and sends it again after a
+	// backoff, within Config.RetryTimeout. Never blocks.
+	retryLater(r *resend)
+	// crossSlot reports whether the servers are a cluster, whose CROSSSLOT error replies become a *CrossSlotError.
+	crossSlot() bool
+	// topologyChanged asks for a topology refresh (rate-limited): a connection was lost. Never blocks.
+	topologyChanged()
 }
 
-// router is the topology layer of a Sentinel or cluster Client, between the Client's methods and its nodes: it
-// picks the node of each command, sends again what the servers refused without running (see refusal), retries
-// commands whose node is unreachable, and asks for topology refreshes when errors say the map is stale.
+// topology is the deployment behind a router: a Redis Cluster (cluster) or a master found through Sentinel
+// (sentinel). The router asks it where each command goes and tells it when its view looks stale. Safe for
+// concurrent use; nothing here blocks.
+type topology interface {
+	// routesBySlot reports whether commands go to the node of their key's hash slot (a cluster; see commandSlot)
+	// rather than all to one node. (The router computes the slot itself: passing a caller's keys and args through
+	// an interface call would make them escape, an allocation per command.)
+	routesBySlot() bool
+	// nodeFor returns the node serving slot (-1: any); nil while no node is known.
+	nodeFor(slot int) *node
+	// redirect returns the node a MOVED (moved true) or ASK reply names for slot, and records a MOVED; nil when the
+	// redirection cannot be followed (not a cluster, or closing).
+	redirect(slot int, addr string, moved bool) *node
+	// requestRefresh asks for the topology to be read again, rate-limited.
+	requestRefresh()
+	// close stops the refreshes and closes every node; commands pending on them fail with ErrClosed. It blocks
+	// until the nodes are closed, not for refreshes in progress (the Client waits for those).
+	close()
+}
+
+var (
+	_ rerouter = (*router)(nil)
+	_ topology = (*cluster)(nil)
+	_ topology = (*sentinel)(nil)
+)
+
+// router is the routing layer of a Sentinel or cluster Client, between the Client's methods and its nodes: it
+// picks the node of each command (asking the topology), sends again what the servers refused without running it
+// (see refusal), retries commands whose node is unreachable, and asks for topology refreshes when errors say the
+// topology's view is stale.
 type router struct {
-	c        *Client
-	cluster  *cluster  // cluster mode
-	sentinel *sentinel // Sentinel mode
-
-	mu      sync.Mutex
-	delayed map[*resend]*timer.Timeout // retries waiting on the wheel; failed with ErrClosed by close
-	closed  bool
+	c       *Client
+	topo    topology     // immutable
+	bySlot  bool         // topo.routesBySlot(); immutable
+	retries *timer.Group // retries waiting on the wheel; close fails them with ErrClosed
 }
 
-// nodeFor returns the node serving slot (-1: any); nil when the cluster knows no node yet.
-func (rt *router) nodeFor(slot int) *node {
-	if rt.cluster != nil {
-		return rt.cluster.nodeFor(slot)
+// newRouter returns the router of c over topo.
+func newRouter(c *Client, topo topology) *router {
+	return &router{c: c, topo: topo, bySlot: topo.routesBySlot(), retries: timer.NewGroup(c.tm)}
+}
+
+// slotOf returns the hash slot a command is routed by: commandSlot's on a cluster, -1 (any node) elsewhere.
+func (rt *router) slotOf(s *Script, keys, args []string, routeKey string) (int, error) {
+	if !rt.bySlot {
+		return -1, nil
 	}
-	return rt.c.node
+	return commandSlot(s, keys, args, routeKey)
 }
 
-// topologyChanged asks for a topology refresh (cluster) or a Sentinel query, rate-limited; it never blocks.
-func (rt *router) topologyChanged() {
-	if rt.cluster != nil {
-		rt.cluster.ref.trigger()
-	} else {
-		rt.sentinel.ref.trigger()
-	}
-}
+// nodeFor returns the node serving slot (-1: any); nil while the topology knows no node.
+func (rt *router) nodeFor(slot int) *node { return rt.topo.nodeFor(slot) }
+
+// topologyChanged asks for a topology refresh, rate-limited; it never blocks.
+func (rt *router) topologyChanged() { rt.topo.requestRefresh() }
+
+// crossSlot reports whether the topology is a cluster.
+func (rt *router) crossSlot() bool { return rt.bySlot }
 
 // do sends one command of a Sentinel or cluster Client: route, send, or take the retry path when its node has no
 // usable connection. p or op is the caller's result (op for SendAndWait); routeKey overrides the command's key.
 func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool, s *Script, keys, args []string,
 	routeKey string) {
-	slot := -1
-	if rt.cluster != nil {
-		var err error
-		if slot, err = commandSlot(s, keys, args, routeKey); err != nil {
-			if stop != nil {
-				stop()
-			}
-			failEntry(p, op, err)
-			return
+	slot, err := rt.slotOf(s, keys, args, routeKey)
+	if err != nil {
+		if stop != nil {
+			stop()
 		}
+		failEntry(p, op, err)
+		return
 	}
 	e := pending{p: p, op: op, kind: kindUser, stop: stop, slot: int16(slot)}
 	if op != nil {
@@ -149,23 +147,6 @@ func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool
 	rt.retryLater(&resend{e: e, raw: appendCmd(nil, s, keys, args), kind: unreachable, last: last})
 }
 
-// failEntry fails a caller's result.
-func failEntry(p *future.Promise[resp.Value], op *syncOp, err error) {
-	if op != nil {
-		op.fail(err)
-		return
-	}
-	p.Fail(err)
-}
-
-// giveUp completes r's caller with r.last (the refusal, or the unavailability) and unregisters its context.
-func (r *resend) giveUp() {
-	if r.e.stop != nil {
-		r.e.stop()
-	}
-	failEntry(r.e.p, r.e.op, r.last)
-}
-
 // reroute takes the refused commands of one reader turn (on the reader, after the connection's mutex is released):
 // MOVED and ASK are sent to their target at once; the others wait on the wheel. Never blocks.
 func (rt *router) reroute(rs []*resend) {
@@ -173,15 +154,16 @@ func (rt *router) reroute(rs []*resend) {
 		switch r.kind {
 		case refuseMoved, refuseAsk:
 			slot, addr, ok := parseRedirect(r.refusal)
-			if !ok || rt.cluster == nil || int(r.e.moves) >= maxMoves {
+			if !ok || int(r.e.moves) >= maxMoves {
+				r.giveUp()
+				continue
+			}
+			n := rt.topo.redirect(slot, addr, r.kind == refuseMoved)
+			if n == nil {
 				r.giveUp()
 				continue
 			}
 			r.e.moves++
-			n := rt.cluster.nodeAt(addr)
-			if r.kind == refuseMoved {
-				rt.cluster.moved(slot, n)
-			}
 			rt.sendTo(r, n, r.kind == refuseAsk)
 		case refuseDown, refuseReadOnly:
 			rt.topologyChanged()
@@ -241,60 +223,29 @@ func (rt *router) retryLater(r *resend) {
 	// long as the migration lasts, and each such cycle waits here. Counting its ASKs against maxMoves gave up after
 	// ~16 cycles (~1.4 s) instead of within RetryTimeout, which bounds the waits.
 	r.e.moves = 0
-	r.rt = rt
-	rt.mu.Lock()
-	if rt.closed {
-		rt.mu.Unlock()
-		r.last = ErrClosed
-		r.giveUp()
-		return
-	}
-	if rt.delayed == nil {
-		rt.delayed = make(map[*resend]*timer.Timeout)
-	}
-	to, err := rt.c.tm.NewTimeout(r, d)
+	err := rt.retries.After(d, func(closed bool) {
+		if closed {
+			r.last = ErrClosed
+			r.giveUp()
+			return
+		}
+		rt.retry(r)
+	})
 	if err != nil {
-		rt.mu.Unlock()
+		if errors.Is(err, timer.ErrGroupClosed) {
+			r.last = ErrClosed
+		}
 		r.giveUp()
-		return
 	}
-	rt.delayed[r] = to
-	rt.mu.Unlock()
-}
-
-// Run is a delayed retry (timer.Task), on the timer's worker: route r again by its slot and send it. Never blocks.
-func (r *resend) Run(*timer.Timeout) {
-	rt := r.rt
-	rt.mu.Lock()
-	if _, ok := rt.delayed[r]; !ok {
-		rt.mu.Unlock()
-		return // the Client closed, or kick took it
-	}
-	delete(rt.delayed, r)
-	rt.mu.Unlock()
-	r.retry()
 }
 
 // kick sends every waiting retry now instead of at the end of its delay: the topology just changed (a new map, a
 // new master), so they have somewhere to go. Never blocks.
-func (rt *router) kick() {
-	rt.mu.Lock()
-	var due []*resend
-	for r, to := range rt.delayed {
-		if to.Cancel() { // exact: its Run will not happen, this goroutine owns r now
-			delete(rt.delayed, r)
-			due = append(due, r)
-		}
-	}
-	rt.mu.Unlock()
-	for _, r := range due {
-		r.retry()
-	}
-}
+func (rt *router) kick() { rt.retries.RunNow() }
 
-// retry routes r again by its slot and sends it (or schedules the next retry).
-func (r *resend) retry() {
-	rt := r.rt
+// retry routes r again by its slot and sends it (or schedules the next retry). On the timer's worker or the
+// goroutine of kick; never blocks.
+func (rt *router) retry(r *resend) {
 	n := rt.nodeFor(int(r.e.slot))
 	if n == nil {
 		r.kind = unreachable
@@ -304,19 +255,41 @@ func (r *resend) retry() {
 	rt.sendTo(r, n, false)
 }
 
-// close fails every waiting retry with ErrClosed; later retries fail at once.
-func (rt *router) close() {
-	rt.mu.Lock()
-	rt.closed = true
-	waiting := rt.delayed
-	rt.delayed = nil
-	rt.mu.Unlock()
-	for r, to := range waiting {
-		to.Cancel()
-		r.last = ErrClosed
-		r.giveUp()
+// pipelineNode routes a Pipeline: every command with a key must map to one node (else ErrCrossNode); keyless
+// commands follow them. It fills es[i].slot. nil when the topology knows no node.
+func (rt *router) pipelineNode(cmds []Cmd, es []pending) (*node, error) {
+	var n *node
+	for i := range cmds {
+		slot, err := rt.slotOf(cmds[i].Script, cmds[i].Keys, cmds[i].Args, cmds[i].RouteKey)
+		if err != nil {
+			return nil, err
+		}
+		es[i].slot = int16(slot)
+		if slot < 0 {
+			continue
+		}
+		m := rt.topo.nodeFor(slot)
+		if n == nil {
+			n = m
+		} else if m != n {
+			return nil, ErrCrossNode
+		}
 	}
+	if n == nil {
+		n = rt.topo.nodeFor(-1)
+	}
+	return n, nil
 }
+
+// close closes the topology (its refreshes and nodes), then fails every waiting retry with ErrClosed; later retries
+// fail at once. Client.Close calls settleRetries again once its goroutines have exited.
+func (rt *router) close() {
+	rt.topo.close()
+	rt.settleRetries()
+}
+
+// settleRetries fails every waiting retry with ErrClosed, and makes later ones fail at once.
+func (rt *router) settleRetries() { rt.retries.Close() }
 
 // parseRedirect parses "MOVED 3999 127.0.0.1:6381" or "ASK 3999 127.0.0.1:6381".
 func parseRedirect(s string) (slot int, addr string, ok bool) {

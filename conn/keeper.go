@@ -11,13 +11,14 @@ import (
 	"github.com/locksmith-go/locksmith/timer"
 )
 
-// slot keeps one connection to a server alive: it dials, and when the connection closes it dials again, at once
+// keeper keeps one connection to a server alive: it dials, and when the connection closes it dials again, at once
 // after a connection that lived long enough, else after a jittered exponential backoff scheduled on the timer wheel
-// (no goroutine sleeps). A pool has PoolSize slots; a node's pub/sub connection is one more.
-type slot struct {
+// (no goroutine sleeps). A pool has PoolSize keepers (and one for the latency lane); a node's pub/sub connection is
+// one more.
+type keeper struct {
 	cl   *Client
 	ep   *endpoint
-	ps   *pubsub // non-nil for the pub/sub slot
+	ps   *pubsub // non-nil for the pub/sub keeper
 	lane bool    // the latency lane: a stream transport even without TLS
 
 	cur atomic.Pointer[pconn] // the current connection (connecting, open, or closed while backing off)
@@ -27,18 +28,18 @@ type slot struct {
 	switched bool       // retarget closed the current connection: replace it at once
 	closed   bool
 	failures int       // consecutive failed attempts or short-lived connections
-	wasUp    bool      // a connection of this slot has been open: the next one is a reconnection (events)
+	wasUp    bool      // a connection of this keeper has been open: the next one is a reconnection (events)
 	refusing bool      // the server refuses the connection (refused); logged at Error level once per episode
 	openedAt time.Time // when the current connection opened
 	retry    *timer.Timeout
 	lastErr  error // why the last connection closed or attempt failed
 }
 
-var _ connOwner = (*slot)(nil)
+var _ connOwner = (*keeper)(nil)
 
 // connectLocked creates a connection in stateConnecting, makes it current, and starts its dial goroutine. Callers
-// with a pub/sub slot then call ps.resubscribe(pc) after unlocking.
-func (s *slot) connectLocked() *pconn {
+// with a pub/sub keeper then call ps.resubscribe(pc) after unlocking.
+func (s *keeper) connectLocked() *pconn {
 	pc := s.newConnLocked()
 	s.cl.wg.Add(1)
 	go func() { // owner: the Client (wg); exits after this one attempt
@@ -49,8 +50,8 @@ func (s *slot) connectLocked() *pconn {
 }
 
 // newConnLocked creates a connection in stateConnecting and makes it current; the caller dials it.
-func (s *slot) newConnLocked() *pconn {
-	var rt *router
+func (s *keeper) newConnLocked() *pconn {
+	var rt rerouter
 	if s.ps == nil {
 		rt = s.ep.rt // pub/sub connections carry no caller commands
 	}
@@ -60,8 +61,8 @@ func (s *slot) newConnLocked() *pconn {
 }
 
 // dial runs one connection attempt for pc: dial, handshake, transport. It blocks for at most DialTimeout (less if
-// the Client closes); on failure pc fails its queued commands and the slot schedules the next attempt.
-func (s *slot) dial(pc *pconn) {
+// the Client closes); on failure pc fails its queued commands and the keeper schedules the next attempt.
+func (s *keeper) dial(pc *pconn) {
 	cfg := s.ep.cfg
 	ctx, cancel := context.WithTimeout(s.cl.ctx, cfg.DialTimeout)
 	d, op, err := dialConn(ctx, cfg, pc.addr, s.ep.master)
@@ -104,13 +105,13 @@ func (s *slot) dial(pc *pconn) {
 // connClosed is called once per connection when it closes (connOwner). A connection that lived at least
 // ReconnectMaxBackoff is replaced at once; otherwise (a failed attempt, or a connection that keeps dropping) the
 // next attempt waits backoff(failures).
-func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
+func (s *keeper) connClosed(pc *pconn, wasOpen bool, err error) {
 	if s.ps != nil {
 		s.ps.dropped()
 	}
 	if wasOpen {
 		// Told before the replacement starts (so EventLost precedes its EventReconnected), without s.mu held (the
-		// hook may issue commands, which may read the slot's last error).
+		// hook may issue commands, which may read the keeper's last error).
 		s.mu.Lock()
 		current := !s.closed && s.cur.Load() == pc
 		s.mu.Unlock()
@@ -175,7 +176,7 @@ func (s *slot) connClosed(pc *pconn, wasOpen bool, err error) {
 
 // Run is the backoff timer's task (timer.Task): start the next attempt. It starts a goroutine and returns; it
 // never blocks.
-func (s *slot) Run(t *timer.Timeout) {
+func (s *keeper) Run(t *timer.Timeout) {
 	s.mu.Lock()
 	if s.closed || s.retry != t {
 		s.mu.Unlock()
@@ -189,8 +190,8 @@ func (s *slot) Run(t *timer.Timeout) {
 	}
 }
 
-// unavailable is the error of a command issued while the slot has no usable connection.
-func (s *slot) unavailable() error {
+// unavailable is the error of a command issued while the keeper has no usable connection.
+func (s *keeper) unavailable() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastErr
@@ -198,7 +199,7 @@ func (s *slot) unavailable() error {
 
 // close stops reconnecting and closes the current connection, failing its commands with ErrClosed (cause nil) or
 // with a *ConnError matching ErrConnLost that wraps cause.
-func (s *slot) close(cause error) {
+func (s *keeper) close(cause error) {
 	s.mu.Lock()
 	s.closed = true
 	if s.retry != nil {
@@ -217,9 +218,9 @@ func (s *slot) close(cause error) {
 	pc.abandon("removed", cause)
 }
 
-// retarget moves the slot to addr: the current connection is closed (its in-flight commands fail with a *ConnError
+// retarget moves the keeper to addr: the current connection is closed (its in-flight commands fail with a *ConnError
 // wrapping ErrMasterSwitched) and replaced at once by one to addr; a pending backoff is cut short.
-func (s *slot) retarget(addr string) {
+func (s *keeper) retarget(addr string) {
 	s.mu.Lock()
 	if s.closed || s.addr == addr {
 		s.mu.Unlock()
@@ -248,15 +249,15 @@ func (s *slot) retarget(addr string) {
 	}
 }
 
-// currentAddr returns where the slot's connections go.
-func (s *slot) currentAddr() string {
+// currentAddr returns where the keeper's connections go.
+func (s *keeper) currentAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.addr
 }
 
 // backoff returns the delay before attempt number failures+1: 0 for the first, then ReconnectMinBackoff doubling
-// up to ReconnectMaxBackoff, each drawn uniformly from [d/2, d] so that many clients (or slots) cut off at once do
+// up to ReconnectMaxBackoff, each drawn uniformly from [d/2, d] so that many clients (or keepers) cut off at once do
 // not reconnect in lock step.
 func backoff(cfg *Config, failures int) time.Duration {
 	if failures == 0 {

@@ -40,7 +40,7 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	// The acquisitions are bounded (a library can block forever on a free key:
-	// BENCHMARKS.md finding 1); locks not taken by then are reported as not
+	// rueidislock does, intermittently); locks not taken by then are reported as not
 	// acquired, and acquirers stuck past the bound are abandoned.
 	budget := spec.AcquireTimeout
 	if budget <= 0 {

@@ -31,6 +31,7 @@ const promotedChannel = "+promoted-slave"
 // connections fail or answer READONLY, and periodically.
 type sentinel struct {
 	c        *Client
+	node     *node // the master's: retargeted on a switch; set once by startSentinel
 	name     string
 	addrs    []string
 	scfg     *Config // connections to the Sentinels: their credentials, no database
@@ -53,10 +54,9 @@ type watcher struct {
 // subscribe to +switch-master on every Sentinel.
 func (c *Client) startSentinel() error {
 	s := &sentinel{c: c, name: c.cfg.MasterName, addrs: c.cfg.SentinelAddrs, scfg: c.cfg.sentinelConfig()}
-	c.sentinel = s
-	c.rt = &router{c: c, sentinel: s}
+	c.rt = newRouter(c, s)
 	s.ref = &refresher{c: c, run: s.refresh, period: c.cfg.TopologyRefreshInterval}
-	c.reg = newRegistry(func(string) *pubsub { return c.node.pubsub(c, false) }, nil)
+	c.reg = newRegistry(func(string) *pubsub { return s.node.pubsub(c, false) }, nil)
 
 	addr, err := s.discover()
 	if err != nil && !c.cfg.LazyConnect {
@@ -64,10 +64,10 @@ func (c *Client) startSentinel() error {
 	}
 	// Lazily, without an answer from the Sentinels, the node waits without an address (and its commands fail
 	// with err) until a refresh finds the master and retargets it.
-	c.node = newNode(c, addr, &endpoint{cfg: &c.cfg, master: true, rt: c.rt})
+	s.node = newNode(c, addr, &endpoint{cfg: &c.cfg, master: true, rt: c.rt})
 	if err != nil {
-		c.node.noAddress(err)
-	} else if err := c.node.start(c.cfg.LazyConnect); err != nil {
+		s.node.noAddress(err)
+	} else if err := s.node.start(c.cfg.LazyConnect); err != nil {
 		return err
 	}
 	sep := &endpoint{cfg: s.scfg, sentinel: true}
@@ -182,7 +182,7 @@ func (s *sentinel) refresh() {
 	}
 	s.failing.Store(false)
 	s.switchTo(addr, "sentinel query")
-	if !s.c.node.up() {
+	if !s.node.up() {
 		s.ref.stillDegraded()
 		return
 	}
@@ -191,8 +191,8 @@ func (s *sentinel) refresh() {
 
 // switchTo moves the Client's node to the master at addr, if it is not there already.
 func (s *sentinel) switchTo(addr, why string) {
-	old := s.c.node.currentAddr()
-	if s.c.node.retarget(addr) {
+	old := s.node.currentAddr()
+	if s.node.retarget(addr) {
 		s.c.cfg.Logger.Info("conn: master switched", "master", s.name, "from", old, "to", addr, "by", why)
 		if old != "" { // not a lazy Client's first master
 			s.c.emit(Event{Kind: EventFailover, Addr: addr, Prev: old})
@@ -265,7 +265,19 @@ func (w *watcher) onMessage(m Message) {
 	}
 }
 
-// close stops the refreshes and the watchers.
+// routesBySlot is topology.routesBySlot: the master serves every key.
+func (s *sentinel) routesBySlot() bool { return false }
+
+// nodeFor is topology.nodeFor: the master's node, whatever the slot.
+func (s *sentinel) nodeFor(int) *node { return s.node }
+
+// redirect is topology.redirect: a Sentinel-managed master does not redirect.
+func (s *sentinel) redirect(int, string, bool) *node { return nil }
+
+// requestRefresh is topology.requestRefresh: ask the Sentinels again.
+func (s *sentinel) requestRefresh() { s.ref.trigger() }
+
+// close stops the refreshes and the watchers, and closes the master's node.
 func (s *sentinel) close() {
 	s.ref.close()
 	for _, w := range s.watchers {
@@ -276,6 +288,9 @@ func (s *sentinel) close() {
 			w.retry = nil
 		}
 		w.reg.mu.Unlock()
-		w.ps.slot.close(nil)
+		w.ps.keeper.close(nil)
+	}
+	if s.node != nil { // nil when New failed before finding the master
+		s.node.close(nil)
 	}
 }
