@@ -4,26 +4,32 @@ GO        ?= go
 FUZZTIME  ?= 20s
 SOAKTIME  ?= 10m
 TESTFLAGS ?= -race -timeout 20m
+# The targets make vet builds and vets for: a change that builds on Linux only fails here.
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64 windows/amd64
+
+# Tools, pinned, installed into .bin (gitignored) by deps.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK         := $(CURDIR)/.bin/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 .PHONY: test bench gobench fuzz soak vet deps
 
-deps:
+deps: $(STATICCHECK)
 	@bash scripts/ensure-redis.sh
 
-# The repository is a Go workspace (go.work): the library's module at the root
-# and the benchmark's (bench/, with the peer libraries) nested in it, so that the
-# library's go.mod never needs the benchmark's dependencies. A pattern like
-# ./... stops at a nested module: every target names both modules' trees.
-MODULES_PKGS = ./... ./bench/...
+$(STATICCHECK):
+	GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-vet:
-	$(GO) vet $(MODULES_PKGS)
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed on:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+# gofmt, tidy go.mod/go.sum, go vet and staticcheck (also with the locksmith_portable
+# tag), and go vet for every platform of PLATFORMS; in every module (scripts/vet.sh).
+vet: $(STATICCHECK)
+	STATICCHECK=$(STATICCHECK) PLATFORMS="$(PLATFORMS)" bash scripts/vet.sh
 
-# The whole suite under the race detector (every fuzz target's seed corpus runs
-# as a test), then a short fuzzing pass of the RESP decoder.
+# The whole suite of every module under the race detector (every fuzz target's
+# seed corpus runs as a test), conn again on its portable (non-Unix) path, then a
+# short fuzzing pass of the RESP decoder.
 test: deps vet
-	$(GO) test $(TESTFLAGS) $(MODULES_PKGS)
+	bash scripts/each-module.sh $(GO) test $(TESTFLAGS) ./...
+	$(GO) test $(TESTFLAGS) -tags locksmith_portable ./conn
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./resp
 
 # Longer fuzzing of every decoder an attacker or a broken server can reach:
@@ -39,7 +45,7 @@ fuzz:
 # disagree about a hold under ambiguous faults), which prints its counts. Not in
 # CI (CI runs the consistency test to its thresholds, about a minute).
 soak: deps
-	$(GO) run ./chaos/cmd/soak -duration $(SOAKTIME)
+	$(GO) run ./internal/chaos/cmd/soak -duration $(SOAKTIME)
 	LOCKSMITH_CONSISTENCY_DURATION=$(SOAKTIME) $(GO) test -count=1 -timeout 0 -v \
 		-run '^TestConsistencyUnderAmbiguousFaults$$' ./integration
 

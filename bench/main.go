@@ -177,7 +177,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o.workloads = splitList(workloads)
 	for _, w := range o.workloads {
 		switch w {
-		case workload.W1, workload.W2, workload.W3, workload.W4, workload.W5, workload.Raw, workload.W2x, workload.W4x:
+		case workload.UncontendedPairs, workload.ContendedKeys, workload.HeldMany, workload.Handoff, workload.AsyncPairs, workload.Raw, workload.ContendedKeysSpread, workload.HandoffSpread:
 		default:
 			return o, fmt.Errorf("-workloads: unknown workload %q (want w1..w5, w2x, w4x, raw)", w)
 		}

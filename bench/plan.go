@@ -24,7 +24,7 @@ func plan(o options) []workload.Spec {
 			Workload: w, Library: lib, Goroutines: g, Keys: keys,
 			Duration: o.duration, Warmup: o.warmup,
 		}
-		if w == workload.W3 {
+		if w == workload.HeldMany {
 			s.Hold = o.hold
 			s.Warmup = 0
 		}
@@ -41,7 +41,7 @@ func plan(o options) []workload.Spec {
 			lockLibs = withVariants(w, libs)
 		}
 		switch w {
-		case workload.W1:
+		case workload.UncontendedPairs:
 			for _, g := range o.w1G {
 				for _, p := range procs {
 					for _, l := range lockLibs {
@@ -49,7 +49,7 @@ func plan(o options) []workload.Spec {
 					}
 				}
 			}
-		case workload.W2:
+		case workload.ContendedKeys:
 			for _, k := range o.w2Keys {
 				for _, p := range procs {
 					for _, l := range lockLibs {
@@ -57,9 +57,9 @@ func plan(o options) []workload.Spec {
 					}
 				}
 			}
-		case workload.W2x, workload.W4x:
+		case workload.ContendedKeysSpread, workload.HandoffSpread:
 			shapes := o.w2x
-			if w == workload.W4x {
+			if w == workload.HandoffSpread {
 				shapes = o.w4x
 			}
 			for _, sh := range shapes {
@@ -69,17 +69,17 @@ func plan(o options) []workload.Spec {
 					s.CSHold = o.csHold
 				}
 			}
-		case workload.W3:
+		case workload.HeldMany:
 			for _, l := range lockLibs {
 				add(w, l, 0, o.n)
 			}
-		case workload.W4:
+		case workload.Handoff:
 			for _, g := range o.w4G {
 				for _, l := range lockLibs {
 					add(w, l, g, 1).CSHold = o.csHold
 				}
 			}
-		case workload.W5:
+		case workload.AsyncPairs:
 			for _, k := range o.w5Keys {
 				for _, l := range lockLibs {
 					add(w, l, 1, k)
@@ -103,12 +103,12 @@ func plan(o options) []workload.Spec {
 // 20 ms TryNextAfter (which strands waiters under contention) where
 // contenders wait.
 var autoVariants = map[string]map[string]string{
-	workload.W1:  {"rueidis": "rueidis:flush"},
-	workload.Raw: {"rueidis": "rueidis:flush"},
-	workload.W2:  {"redsync": "redsync:1ms", "rueidislock": "rueidislock:20ms"},
-	workload.W2x: {"redsync": "redsync:1ms"},
-	workload.W4:  {"redsync": "redsync:1ms"},
-	workload.W4x: {"redsync": "redsync:1ms"},
+	workload.UncontendedPairs:    {"rueidis": "rueidis:flush"},
+	workload.Raw:                 {"rueidis": "rueidis:flush"},
+	workload.ContendedKeys:       {"redsync": "redsync:1ms", "rueidislock": "rueidislock:20ms"},
+	workload.ContendedKeysSpread: {"redsync": "redsync:1ms"},
+	workload.Handoff:             {"redsync": "redsync:1ms"},
+	workload.HandoffSpread:       {"redsync": "redsync:1ms"},
 }
 
 // withVariants returns libs with the workload's auto variants right after
@@ -155,16 +155,16 @@ func boolInt(b bool) int {
 // describe is a short label for a case ("w1 redsync G=64").
 func describe(s workload.Spec) string {
 	switch s.Workload {
-	case workload.W2x, workload.W4x:
+	case workload.ContendedKeysSpread, workload.HandoffSpread:
 		return fmt.Sprintf("%s %s %dx%d keys=%d", s.Workload, s.Library, s.Processes, s.Goroutines, s.Keys)
-	case workload.W2:
+	case workload.ContendedKeys:
 		if s.Procs > 0 {
 			return fmt.Sprintf("%s %s G=%d keys=%d GOMAXPROCS=%d", s.Workload, s.Library, s.Goroutines, s.Keys, s.Procs)
 		}
 		return fmt.Sprintf("%s %s G=%d keys=%d", s.Workload, s.Library, s.Goroutines, s.Keys)
-	case workload.W3:
+	case workload.HeldMany:
 		return fmt.Sprintf("%s %s N=%d", s.Workload, s.Library, s.Keys)
-	case workload.W5:
+	case workload.AsyncPairs:
 		return fmt.Sprintf("%s %s keys=%d", s.Workload, s.Library, s.Keys)
 	default:
 		if s.Procs > 0 {
@@ -226,7 +226,7 @@ func estimate(cases []workload.Spec, repeat int) time.Duration {
 		if c.Processes > 1 {
 			d += time.Duration(c.Processes) * 40 * time.Millisecond // 64 processes: about 2.5 s
 		}
-		if c.Workload == workload.W3 {
+		if c.Workload == workload.HeldMany {
 			d += time.Duration(c.Keys/4000) * time.Second // acquire and release N locks
 		}
 	}
@@ -239,9 +239,9 @@ func estimate(cases []workload.Spec, repeat int) time.Duration {
 func applicable(c workload.Spec) bool {
 	base, _, _ := strings.Cut(c.Library, ":")
 	switch c.Workload {
-	case workload.W5:
+	case workload.AsyncPairs:
 		return base == "ours"
-	case workload.W3:
+	case workload.HeldMany:
 		return base != "rueidis" && base != "goredis" && base != "ours-conn"
 	}
 	return true

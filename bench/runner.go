@@ -140,7 +140,7 @@ func (r *runner) caseTimeout(spec workload.Spec) time.Duration {
 	if spec.Processes > 1 {
 		d += time.Duration(spec.Processes) * 250 * time.Millisecond // starting the processes on a small machine
 	}
-	if spec.Workload == workload.W3 {
+	if spec.Workload == workload.HeldMany {
 		d += 2*workload.AcquireBudget(spec.Keys) + time.Minute // acquire, release, ownership check
 	}
 	return d
@@ -308,7 +308,7 @@ func (r *runner) complete(rec *workload.Record, w sample.Window) {
 			rec.ClientCmdsPerOp = float64(rec.ClientCmds) / float64(rec.Ops)
 		}
 	}
-	if rec.Workload == workload.W3 {
+	if rec.Workload == workload.HeldMany {
 		if secs > 0 {
 			rec.RenewCmdsPerSec = float64(w.Sum("evalsha", "eval")) / secs
 			// Every library's renewal sets the key's expiry once per lock, inside its script.

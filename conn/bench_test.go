@@ -9,15 +9,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/proccpu"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
-// The Redisson-style scripts of ../shared/BENCHMARKS.md (acquire: create-or-reenter else PTTL; release: not owner ->
+// Redisson-style lock scripts, as the bench command's workloads run them (acquire: create-or-reenter else PTTL; release: not owner ->
 // nil, decrement, delete + publish at zero).
 var (
 	benchAcquire = conn.NewScript(`if redis.call('exists', KEYS[1]) == 0 then
@@ -82,13 +82,7 @@ func (w *window) report(b *testing.B, pairs, cmds int) {
 	}
 }
 
-func clientCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func clientCPU() time.Duration { return proccpu.Used() }
 
 func writeSyscalls() int64 {
 	data, err := os.ReadFile("/proc/self/io")
@@ -151,7 +145,7 @@ func benchConfig(b *testing.B, srv *redistest.Server) conn.Config {
 	return cfg
 }
 
-// BenchmarkEvalPairs runs the W1 workload of BENCHMARKS.md through conn: G goroutines, each EVALSHA acquire then
+// BenchmarkEvalPairs runs the uncontended lock workload through conn: G goroutines, each EVALSHA acquire then
 // EVALSHA release of its own key, over one Client. One op = one pair.
 //
 //	go test ./conn -run '^$' -bench BenchmarkEvalPairs -benchtime 3s -count 3
@@ -211,7 +205,7 @@ func BenchmarkEvalPairs(b *testing.B) {
 
 // BenchmarkRoundTripG1 compares one goroutine's sequential round trip through conn with a plain net.Conn
 // write+read loop on a second connection to the same server, interleaved in rounds of 200 so that both see the
-// same machine state. It reports both medians and their ratio (issue 4: conn p50 within 1.15 x net.Conn).
+// same machine state. It reports both medians and their ratio (the requirement: conn's p50 within 1.15x net.Conn's).
 //
 //	go test ./conn -run '^$' -bench BenchmarkRoundTripG1 -benchtime 20000x -count 5
 func BenchmarkRoundTripG1(b *testing.B) {

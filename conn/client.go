@@ -40,12 +40,12 @@ type Client struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 
-	node     *node     // standalone: the server; Sentinel: the master (retargeted on a switch); nil on a cluster
-	rt       *router   // nil standalone
-	cluster  *cluster  // cluster mode
-	sentinel *sentinel // Sentinel mode
-	reg      *registry // the Client's subscriptions
-	waitOff  atomic.Bool
+	// Exactly one of node and rt is set, by New: a standalone Client's commands go straight to its node's pool,
+	// with no routing cost; a Sentinel or cluster Client's go through the router, over its topology.
+	node    *node
+	rt      *router
+	reg     *registry // the Client's subscriptions
+	waitOff atomic.Bool
 }
 
 // New validates cfg, starts the event loops, finds the topology (asking the Sentinels for the master, or a seed
@@ -215,9 +215,9 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 	for i := range es {
 		es[i] = pending{kind: kindUser, slot: -1}
 	}
-	if c.cluster != nil {
+	if c.rt != nil {
 		var err error
-		if n, err = c.cluster.pipelineNode(cmds, es); err != nil {
+		if n, err = c.rt.pipelineNode(cmds, es); err != nil {
 			return fail(err)
 		}
 	}
@@ -295,7 +295,7 @@ func (c *Client) Subscribe(channel string, h Handler) *future.Future[*Subscripti
 // "publish". Scripts that publish should take it as an argument (redis.call(ARGV[n], channel, message)), as
 // Redisson's do, so that Go and Java clients on one cluster agree. Safe for concurrent use.
 func (c *Client) PublishCommand() string {
-	if c.cluster != nil && c.cluster.sharded.Load() {
+	if cl := c.cluster(); cl != nil && cl.sharded.Load() {
 		return "spublish"
 	}
 	return "publish"
@@ -303,7 +303,16 @@ func (c *Client) PublishCommand() string {
 
 // IsCluster reports whether the Client talks to a Redis Cluster: a multi-key command or script then needs all its
 // keys in one hash slot (KeySlot), and batches of keys must be grouped by slot.
-func (c *Client) IsCluster() bool { return c.cluster != nil }
+func (c *Client) IsCluster() bool { return c.cluster() != nil }
+
+// cluster returns the Client's cluster topology, nil unless it talks to a Redis Cluster.
+func (c *Client) cluster() *cluster {
+	if c.rt == nil {
+		return nil
+	}
+	cl, _ := c.rt.topo.(*cluster)
+	return cl
+}
 
 // Timer returns the timing wheel the Client uses (the one given in Config, or its own): one wheel per library
 // client, shared with rlock's watchdog. It is stopped by Close only if the Client created it.
@@ -322,12 +331,6 @@ func (c *Client) Close() error {
 		if c.reg != nil {
 			c.reg.close()
 		}
-		if c.sentinel != nil {
-			c.sentinel.close()
-		}
-		if c.cluster != nil {
-			c.cluster.close()
-		}
 		if c.node != nil {
 			c.node.close(nil)
 		}
@@ -336,7 +339,7 @@ func (c *Client) Close() error {
 		}
 		c.wg.Wait()
 		if c.rt != nil {
-			c.rt.close() // retries scheduled by connections that failed during the wait
+			c.rt.settleRetries() // retries scheduled by connections that failed during the wait
 		}
 		if c.eng != nil {
 			err = c.eng.stop()

@@ -25,7 +25,8 @@ const (
 	// exchange.
 	DefaultDialTimeout = 5 * time.Second
 	// DefaultResponseTimeout is how long a connection may go without a reply while commands are waiting before it
-	// is reset (issue 4: 3 s).
+	// is reset: a few seconds, so that a dead peer is noticed well within a lock's lease while a busy server's
+	// slow reply is still waited for.
 	DefaultResponseTimeout = 3 * time.Second
 	// DefaultPingInterval is how long a connection may stay idle before a PING checks that the peer is alive.
 	DefaultPingInterval = 10 * time.Second
@@ -57,7 +58,7 @@ const (
 	// flight) writes on the socket itself, with no event-loop hand-off; otherwise, if no flush is pending, it rings
 	// the loop's doorbell, and everything appended until the loop runs leaves in that one write. Every loop turn
 	// that processed replies also ends with a flush. This keeps the server's socket fed, which measured 1.3-1.7x
-	// the throughput of FlushOnReply at 64 goroutines (see doc.go).
+	// the throughput of FlushOnReply at 64 goroutines (bench/README.md, "conn").
 	FlushEager FlushPolicy = iota
 	// FlushOnReply holds commands appended while earlier ones await replies until the loop turn that processes
 	// those replies (or writes at once when the connection is idle). It never wakes the loop, so it makes the

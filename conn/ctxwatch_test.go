@@ -31,7 +31,7 @@ func TestContextWatchesAreSharedAndReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pc := c.node.pool.slots[0].cur.Load()
+	pc := c.node.pool.keepers[0].cur.Load()
 	ctx := laneTestCtx(t)
 
 	sleep := c.Do(context.Background(), "DEBUG", "SLEEP", "0.2") // holds the replies back
@@ -105,7 +105,7 @@ func TestContextWatchSurvivesANoScriptResend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	pc := c.node.pool.slots[0].cur.Load()
+	pc := c.node.pool.keepers[0].cur.Load()
 	ctx := laneTestCtx(t)
 	s := NewScript("return ARGV[1]")
 	for i := range 3 {

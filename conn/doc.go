@@ -39,10 +39,9 @@
 //     those completions see the flush pending and append without ringing.
 //
 // FlushOnReply drops the second trigger: commands appended while replies are awaited wait for the turn that
-// processes them. It makes fewer, larger writes (32 vs 10 commands per write at 64 goroutines, one connection)
-// but the server then idles for a round trip per batch; measured on 2 cores at 64 goroutines: FlushEager 93-111 k
-// pairs/s with the server at 0.85-0.93 cores, FlushOnReply 47-67 k pairs/s at 0.63-0.74 cores (same runs,
-// alternated, otherwise quiet machine). Hence the default.
+// processes them. It makes fewer, larger writes, but the server then idles for a round trip per batch: at 64
+// goroutines it kept the server less busy and made roughly half to two thirds of FlushEager's pairs per second
+// (bench/README.md, "conn"). Hence the default.
 //
 // # Pool
 //
@@ -55,11 +54,10 @@
 // The event loop completes replies on one thread and wakes the callers, which Go runs on any free core. When the
 // server runs on the same few cores (a 2-core VM, a benchmark box), those callers preempt it and every command's
 // state crosses between the cores' caches. A process that can leave the server a core (GOMAXPROCS = cores - 1) then
-// does more with less: on 2 cores, 1024 goroutines locking and unlocking (bench W1) cost 5.4 µs of client CPU per
-// pair at GOMAXPROCS=1 against 8.3 µs at 2 (CPU profiles of the same case); GOMAXPROCS=1 made more pairs/s in 14
-// of 16 runs that measured both side by side (0.71-1.35×, median 1.11×), and kept the server at 0.9 core or more in
-// 10 of the 12 whose server CPU was recorded, against 4 of 12 at Go's default. With the server on another machine,
-// keep Go's default.
+// does more with less: on 2 cores, with 1024 goroutines each locking and unlocking a key of its own, the client
+// spent about a third less CPU per pair at GOMAXPROCS=1, made more pairs per second in most runs that measured both
+// side by side and kept the server busier (bench/README.md, "conn"). With the server on another machine, keep Go's
+// default.
 //
 // # Latency lane
 //
@@ -76,9 +74,10 @@
 // The caller reads its own reply. A command sent on the lane gets the lane as its future's driver
 // (future.Driver): the caller's Get, instead of parking until another goroutine has read the reply, reads the
 // socket itself (lane.go), so the goroutine the netpoller wakes when the reply arrives is the one that waits —
-// exactly a plain net.Conn write+read loop. A first version read every reply on the lane's own goroutine and handed
-// it to the caller; that hand-off (a goroutine wake-up, and on 2 cores a thread wake-up for the idle P) cost 1.16-2.4x
-// the p50 of a net.Conn loop, against 1.02-1.06x now (figures below).
+// exactly a plain net.Conn write+read loop. Reading every reply on the lane's own goroutine and handing it to the
+// caller would add a goroutine wake-up per command (and, on 2 cores, a thread wake-up for the idle P); reading it in
+// Get keeps the sequential round trip's median within a few percent of a net.Conn loop's (BenchmarkRoundTripG1;
+// bench/README.md, "conn").
 //
 // One goroutine reads at a time (the read role, under a mutex), and every reply is read by someone:
 //
@@ -103,14 +102,16 @@
 // Nobody reads an idle lane, so nothing would notice that the server closed it (a restart, its idle timeout) until a
 // command is written on it, which would then fail with ErrConnLost ("may have run") although it never reached a
 // server. pick therefore probes a lane unread for more than a millisecond (one recv MSG_PEEK|MSG_DONTWAIT, about a
-// microsecond) and resets it if closed; a tight sequential loop is never probed.
+// microsecond) and resets it if closed; a tight sequential loop is never probed. Where no such peek exists (see
+// Platforms), such a command goes to an event-loop connection instead while the lane's background reader reads the
+// socket, which finds a close at once.
 //
 // # Failures
 //
 //   - A dropped connection (EOF, reset, a protocol error, a response timeout) fails every queued and in-flight
 //     command at once with a *ConnError wrapping the cause (errors.Is ErrConnLost; a *resp.ProtocolError or
 //     ErrTimeout is reachable with errors.As / errors.Is).
-//   - Its slot reconnects: at once when the connection had lived at least ReconnectMaxBackoff, else after a
+//   - Its keeper reconnects: at once when the connection had lived at least ReconnectMaxBackoff, else after a
 //     jittered exponential backoff (ReconnectMinBackoff doubling up to ReconnectMaxBackoff) scheduled on the timing
 //     wheel; the dial, TLS and AUTH/SELECT/CLIENT SETNAME/PING handshake run on a short-lived goroutine per attempt.
 //   - Commands while disconnected: a command goes to an open connection if the server has one; else it is queued on
@@ -139,6 +140,10 @@
 // that can end costs a map lookup when other commands with the same context are in flight on the connection, and
 // otherwise a context.AfterFunc registration (a few allocations; see ctxwatch.go). No goroutine per command, no
 // timer per command, one write syscall per batch.
+//
+// Cost figures, with the commands that reproduce them, are in bench/README.md ("conn"): with many goroutines the
+// client keeps one server core nearly saturated at a few µs of its own CPU per acquire/release pair, and a
+// sequential caller's round trip is within a few percent of a plain net.Conn loop's.
 //
 // # Scripts
 //
@@ -204,42 +209,19 @@
 // the limit — once, to the exact size, for a bulk string (resp.Decoder.Needed), which is decoded when its last
 // byte arrives — while the transport's own buffer holds one read. A reply over a limit fails its command (and the
 // others in flight on the connection) with ErrConnLost and a *resp.LimitError naming the limit and how to raise
-// it; the connection is re-made. Measured against endless hostile replies (hostile_test.go): a 512 MiB bulk string
-// and a 100-million-element array are refused at their header, an endless simple string after 1 MiB, with the
-// heap's peak 2.1 MiB above its start at most; before these limits one such reply took it to 1-1.45 GiB.
+// it; the connection is re-made. So an endless or enormous reply costs at most a few MiB of heap: a 512 MiB bulk
+// string or a 100-million-element array is refused at its header, an endless simple string after 1 MiB (the tests
+// feed such replies and bound the heap's peak to four times the line limit).
 //
-// # Measured (2-core VM shared with other work; figures move between runs, ratios less)
+// # Platforms
 //
-//	go test ./conn -run '^$' -bench BenchmarkEvalPairs -benchtime 3s -count 3
-//	go test ./conn -run '^$' -bench BenchmarkRoundTripG1 -benchtime 20000x -count 5
-//	go run ./bench -workloads raw -libs ours-conn,rueidis,goredis -ceiling=false -duration 5s
-//
-// BenchmarkEvalPairs runs the Redisson-style acquire/release EVALSHA pairs (bench_test.go) on distinct keys, with
-// context.Background. 2026-11-26, quiet machine: G=64 101-123 k pairs/s, 4.0-4.9 µs client CPU per pair, server
-// 0.98 cores, 12.8-13.5 commands per write syscall; G=1024 135-139 k pairs/s, 2.6-3.4 µs per pair, server 0.98-0.99
-// cores, 32-34 commands per write (2026-11-22: G=64 106-111 k at 0.94-0.96, G=1024 117-133 k at 0.96-0.99); one
-// allocation per command (allocs/op counts a pair); G=1 (the lane) 49-50 µs of client CPU per pair and exactly one write per command, against 55-85
-// µs and 0.8 before the caller read its own replies (the missing writes were the runtime's wake-ups of other
-// threads).
-//
-// BenchmarkRoundTripG1 (sequential round trip p50 against a net.Conn write+read loop, interleaved): PING 1.02-1.04x,
-// EVALSHA 1.03-1.06x, EVALSHA with a context that can end 1.08-1.10x; before the caller read its own replies,
-// 1.16-1.32x for PING and 1.16-2.03x for EVALSHA in the same alternated runs (the net.Conn p50 itself was 20-100 µs
-// depending on the machine's state: an idle vCPU wakes slowly).
-//
-// The bench command runs every library in its own process with the harness's own costs (a cancellable context
-// shared by all goroutines, latency histograms, key strings: about 3-4 µs of client CPU per pair on top of the
-// above). One run on a quiet machine, ratios to raw rueidis v1.0.79 (EVALSHA of the same scripts, auto-pipelined):
-//
-//	G     pairs/s  ÷rueidis  client µs/pair (÷rueidis)  server cores (rueidis)  p50 (goredis)
-//	1       7,829    1.52x        75 (0.55x)                0.44                   117 µs (120 µs)
-//	64     77,188    1.48x       7.6 (0.42x)                0.91 (0.78)
-//	1024   95,913    1.40x       7.7 (0.54x)                0.93 (0.79)
-//
-// The same command on the code before this round (lane read by its goroutine, an AfterFunc per command), run right
-// after: G=1 p50 205 µs (goredis 135), G=64 1.44x rueidis at 0.47x its CPU per pair, G=1024 1.30x at 0.64x. The
-// server stays under 0.95 cores in the bench command while it reaches 0.96-0.99 in BenchmarkEvalPairs: on 2 cores
-// the harness's extra client CPU competes with it.
+// The API and its guarantees are the same on every system gnet runs on (Linux, macOS, the BSDs, Windows). Three
+// shortcuts need a Unix socket descriptor and are used on Linux, macOS and the BSDs: the doorbell that wakes an
+// event loop without an allocation, the direct write of an idle connection's command from the caller's goroutine,
+// and the non-blocking peek of an idle latency lane. On Windows (gnet runs its loops on goroutines and channels
+// there) a wake-up uses gnet's Wake (one allocation), every write goes through the loop, and a lane idle for more
+// than a millisecond is handed to its background reader while that command takes an event-loop connection. A
+// build with the locksmith_portable tag selects the Windows path on any system; the test suite runs conn both ways.
 //
 // # Topologies
 //
@@ -251,7 +233,7 @@
 //	redis-cluster://[user:pass@]host1:port1,host2:port2[?opts]
 //
 // (rediss, rediss-sentinel, rediss-cluster for TLS). The API is the same in every topology. The Client keeps a node
-// per server it talks to (a pool as above plus a pub/sub connection); a router above the nodes (router.go) picks
+// per server it talks to (a pool as above plus a pub/sub connection); a router above the nodes (topo_router.go) picks
 // the node of each command on Sentinel and cluster Clients, and takes back what a server refused without running
 // it. Standalone commands never pass through the router: its cost (a slot hash, a copy of each command's bytes
 // into the connection's log) is paid only by the topologies that need it, and the allocation stays one per
@@ -267,7 +249,8 @@
 // may have run, and scripts that acquire or release are not idempotent. When the retries run out, the caller gets
 // the last refusal (a *resp.ServerError) or ErrUnavailable. So, unlike a standalone Client, a Sentinel or cluster
 // Client does not fail fast while a master is down: a failover is a few seconds, and the commands issued during
-// it complete after it (see the recovery figures below). Subscribe still fails fast.
+// it complete after it: from a master's crash, about the servers' own failover time plus tens of milliseconds
+// (bench/README.md, "conn topologies"). Subscribe still fails fast.
 //
 // # Sentinel
 //
@@ -323,23 +306,12 @@
 // replicas answer or the timeout passes, and commands pipelined behind it on that connection wait too: keep the
 // timeout short (it must be below ResponseTimeout).
 //
-// # Topologies measured (2-core VM shared with other work, 2026-11-22)
+// # Costs of the topologies
 //
-//	go test ./conn -run 'TestClusterMasterKilled|TestSentinel$' -v -count 1
-//	go test ./conn -run '^$' -bench BenchmarkClusterVsSingle -benchtime 3s -count 3
-//
-// Recovery, from SIGKILL of the master to the completion of the first command issued after it on its slot: cluster
-// (cluster-node-timeout 1 s) 2.4-2.6 s, of which the servers' failover (the replica's ROLE says master) took all
-// but 30-55 ms; with the default 2 s of redistest, 3.8-4.8 s. Sentinel (down-after 2 s) 3.2-3.3 s, 2-52 ms after
-// a Sentinel first named the new master; a graceful failover (SENTINEL FAILOVER) is followed within 100-110 ms. Only the commands in flight on the killed master fail (ErrConnLost,
-// 24-48 per run at 32-64 goroutines); the commands issued during the failover complete after it.
-//
-// Throughput, EVALSHA acquire/release pairs over keys spread across all slots, in one run: one standalone server
-// 65-86 k pairs/s at G=64 and 71-83 k at G=1024; the three-master cluster with its three replicas 20-24 k and
-// 28-32 k, with 5-7 µs of client CPU per pair against 3-4 µs. The client's cluster path is not the cause: a
-// one-node cluster (all slots on one cluster-enabled server) through a cluster Client made 71-78 k pairs/s against
-// 61-76 k for the standalone server in the same run. The deployment is: three masters without replicas made 37-61 k
-// (against 80-98 k), each server's batches a third as deep (7 commands per write instead of 14, so more system
-// calls per command, 2.4x the server CPU per pair), and the replicas halve that again; seven processes share two
-// cores (with a core per server the masters should add up; not measurable here).
+// The cluster path costs the client little: a one-node cluster through a cluster Client runs about as fast as a
+// standalone server, at a slot hash and a copy of each command's bytes. Spreading keys over several masters splits
+// each batch between them: every server gets shallower batches (more system calls per command), and replicas add
+// the replication stream. With every server on the same two cores, a three-master cluster therefore made fewer
+// pairs per second than one server; with a core per server the masters should add up. Figures: bench/README.md
+// ("conn topologies").
 package conn

@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/panjf2000/gnet/v2"
 )
@@ -18,7 +17,7 @@ import (
 // batches the pipeline hands them. It is the only place gnet appears.
 type engine struct {
 	cli   *gnet.Client
-	bells []*doorbell // one per event loop; immutable after newEngine
+	bells []*doorbell // one per event loop, none on the portable path (doorbell_portable.go); immutable after newEngine
 }
 
 // newEngine creates and starts a gnet client with n event loops.
@@ -27,7 +26,7 @@ func newEngine(n int, log *slog.Logger) (*engine, error) {
 	cli, err := gnet.NewClient(&loopHandler{eng: e},
 		gnet.WithNumEventLoop(n),
 		gnet.WithTCPNoDelay(gnet.TCPNoDelay),
-		// gnet's default logger prints to stdout (GNET-NOTES pitfall 4); route it to ours.
+		// gnet's default logger prints to stdout; route it to ours.
 		gnet.WithLogger(gnetLogger{log}),
 	)
 	if err != nil {
@@ -37,14 +36,9 @@ func newEngine(n int, log *slog.Logger) (*engine, error) {
 		return nil, fmt.Errorf("conn: starting the gnet event loops: %w", err)
 	}
 	e.cli = cli
-	// gnet's client assigns connections to the loop with the fewest, so n doorbells land one per loop.
-	for range n {
-		d, err := newDoorbell(cli)
-		if err != nil {
-			_ = e.stop()
-			return nil, err
-		}
-		e.bells = append(e.bells, d)
+	if err := e.startDoorbells(n); err != nil {
+		_ = e.stop()
+		return nil, err
 	}
 	return e, nil
 }
@@ -61,7 +55,7 @@ func (e *engine) bellFor(el gnet.EventLoop) *doorbell {
 
 // enroll hands a connected, handshaken TCP connection to an event loop and returns its transport. gnet duplicates
 // the socket and closes nc. The transport travels in EnrollContext's context so that it is in place before the
-// first event (setting it afterwards would race with OnTraffic: GNET-NOTES pitfall 1). It blocks until the loop has
+// first event (setting it afterwards would race with the first OnTraffic). It blocks until the loop has
 // registered the connection, so it must not be called from an event loop.
 func (e *engine) enroll(nc net.Conn, pc *pconn) (*gnetTransport, error) {
 	t := &gnetTransport{pc: pc}
@@ -85,7 +79,7 @@ func (e *engine) stop() error {
 type gnetTransport struct {
 	pc   *pconn
 	c    gnet.Conn // set by OnOpen on the loop, before EnrollContext returns; immutable after
-	fd   int       // the socket, for writeDirect; valid until OnClose returns
+	fd   int       // the socket, for writeDirect (on Unix); valid until OnClose returns
 	bell *doorbell // the doorbell of the connection's loop (set by OnOpen); nil: use gnet's Wake
 
 	nextFlush *gnetTransport // link in bell's stack; written by the ringer, then by the loop
@@ -95,7 +89,7 @@ type gnetTransport struct {
 var _ transport = (*gnetTransport)(nil)
 
 // kick rings the loop's doorbell, whose answer flushes this connection. Without a doorbell it uses gnet's Wake,
-// which runs OnTraffic (and so flushes) but allocates a closure per call (GNET-NOTES pitfall 7).
+// which runs OnTraffic (and so flushes) but allocates a closure per call.
 func (t *gnetTransport) kick() *doorbell {
 	if t.bell != nil {
 		return t.bell.ring(t)
@@ -113,18 +107,6 @@ func (t *gnetTransport) flush() {
 		_, _ = t.c.Write(buf)
 		t.pc.recycle(buf)
 	}
-}
-
-// writeDirect writes on the socket from the calling goroutine (a non-blocking fd). pconn calls it with its mutex
-// held and only while the connection is open; OnClose marks the connection closed under that mutex before gnet
-// closes the descriptor, so the descriptor is valid here. Any error (EAGAIN, a broken pipe) reports 0 bytes
-// written: the loop then writes the bytes itself and, if the socket is broken, closes the connection.
-func (t *gnetTransport) writeDirect(b []byte) (int, bool) {
-	n, err := syscall.Write(t.fd, b)
-	if err != nil || n < 0 {
-		return 0, true
-	}
-	return n, true
 }
 
 // close asks the loop to close the connection; OnClose follows.
@@ -164,7 +146,7 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 		// buffer stays empty and Peek returns the loop's read buffer without copying.
 		data, _ := c.Peek(-1)
 		err := pc.onInbound(data)
-		_, _ = c.Discard(len(data)) // len(data) > 0: Discard(0) would discard everything (GNET-NOTES pitfall 2)
+		_, _ = c.Discard(len(data)) // len(data) > 0: gnet's Discard(n <= 0) discards the whole buffer
 		if err != nil {
 			return gnet.Close
 		}
@@ -180,7 +162,7 @@ func (*loopHandler) OnTraffic(c gnet.Conn) gnet.Action {
 	return gnet.None
 }
 
-// OnClose fails the connection's pending commands and lets its slot reconnect.
+// OnClose fails the connection's pending commands and lets its keeper reconnect.
 func (*loopHandler) OnClose(c gnet.Conn, err error) gnet.Action {
 	t, ok := c.Context().(*gnetTransport)
 	if !ok {

@@ -9,7 +9,7 @@ import (
 type EventKind uint8
 
 const (
-	// EventConnected: a connection completed its first handshake (for its slot in the pool: the Client's start,
+	// EventConnected: a connection completed its first handshake (for its keeper in the pool: the Client's start,
 	// a new cluster node, or the first success after failed attempts).
 	EventConnected EventKind = iota + 1
 	// EventLost: an open connection closed; Event.Err says why (a *ConnError: the peer closed it, a reset, a
@@ -86,8 +86,8 @@ func (c *Client) emit(e Event) {
 	c.cfg.OnEvent(e)
 }
 
-// role is the Event.Role of the slot's connections.
-func (s *slot) role() string {
+// role is the Event.Role of the keeper's connections.
+func (s *keeper) role() string {
 	switch {
 	case s.ps == nil:
 		return RoleCommand

@@ -236,7 +236,7 @@ func (pc *pconn) finish(e *pending, v *resp.Value) {
 		var err error
 		if v.Type == resp.ErrorReply {
 			err = v.Err()
-			if pc.rt != nil && pc.rt.cluster != nil && strings.HasPrefix(v.Str, "CROSSSLOT") {
+			if strings.HasPrefix(v.Str, "CROSSSLOT") && pc.rt != nil && pc.rt.crossSlot() {
 				err = &CrossSlotError{Reply: err}
 			}
 		}

@@ -3,7 +3,6 @@ package conn
 import (
 	"context"
 	"errors"
-	"io"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -82,7 +81,8 @@ var laneEpoch = time.Now()
 // a close by the server (a restart, its idle timeout) until a command is written on it: that command would then
 // fail with ErrConnLost, "may have run", although it never reached a server. A sequential caller's next command
 // follows its previous reply within microseconds and is not probed; one issued after a pause costs one
-// non-blocking peek (recv MSG_PEEK|MSG_DONTWAIT, about a microsecond).
+// non-blocking peek on Unix (recv MSG_PEEK|MSG_DONTWAIT, about a microsecond: lane_unix.go), elsewhere a hand-off
+// to an event-loop connection while the background reader checks the socket (lane_portable.go).
 const laneProbeAfter = time.Millisecond
 
 var _ future.Driver = (*laneReader)(nil)
@@ -101,33 +101,6 @@ func newLaneReader(t *streamTransport) *laneReader {
 
 // turnEnded records the end of a read turn (see alive).
 func (l *laneReader) turnEnded() { l.lastTurn.Store(int64(time.Since(laneEpoch))) }
-
-// alive reports whether the idle lane can take a command: true unless the server closed it while nobody was
-// reading (see laneProbeAfter), in which case the lane is reset (its slot reconnects) and false is returned. pick
-// calls it; it does not block.
-func (l *laneReader) alive(pc *pconn) bool {
-	if time.Duration(int64(time.Since(laneEpoch))-l.lastTurn.Load()) < laneProbeAfter || l.fd < 0 {
-		return true
-	}
-	l.mu.Lock()
-	unread := l.role == roleNone
-	l.mu.Unlock()
-	if !unread {
-		return true // a reader is on the socket and would have seen the close
-	}
-	// The descriptor stays valid while the connection is open; if it closed meanwhile (and the number was
-	// reused), a peek consumes nothing and the send that follows fails on the closed connection anyway.
-	var b [1]byte
-	n, _, err := syscall.Recvfrom(l.fd, b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-	switch {
-	case err == syscall.EAGAIN || err == syscall.EINTR || n > 0:
-		return true // nothing to read, or a reply of a command another caller just sent
-	case err == nil:
-		err = io.EOF
-	}
-	pc.reset("read", err)
-	return false
-}
 
 // Drive is future.Driver: it runs on the goroutine of a Get whose future's command went over the lane, and reads
 // and completes replies until target is complete, ctx ends, or nothing is due on the lane any more. When another

@@ -62,52 +62,6 @@ func isNoScript(v *resp.Value) bool {
 	return v.Type == resp.ErrorReply && strings.HasPrefix(v.Str, "NOSCRIPT")
 }
 
-// handleResendsLocked deals, under mu, with the replies of this reader turn that mean "not run, send again":
-//
-//   - NOSCRIPT to an EVALSHA: SCRIPT LOAD first (once per script until its reply arrives: commands re-sent after it
-//     find the script loaded, since the connection is FIFO), then the same encoded command (and, for a
-//     SendAndWait, its WAIT again), on this connection; the popped entry becomes kindResent.
-//   - on a connection with a router (Sentinel, cluster), a refusal (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING,
-//     READONLY): the entry is taken out with a copy of its bytes and handed to the router after mu is released
-//     (pc.reroutes); the popped entry becomes kindResent.
-//
-// It then releases the logged bytes of every popped entry. Replies to SCRIPT LOAD clear the script's marker, in
-// reply order. Called by the reader on a command connection (vals and popped correspond one to one); the bytes go
-// out with the flush that ends the reader's turn.
-func (pc *pconn) handleResendsLocked(popped []pending, vals []resp.Value) {
-	var end uint64
-	logged := false
-	for i := range popped {
-		e := &popped[i]
-		if e.kind == kindScriptLoad {
-			delete(pc.loading, e.script) // later NOSCRIPTs come from a new flush: load again
-			continue
-		}
-		if e.kind != kindUser || e.logLen == 0 {
-			continue
-		}
-		end, logged = e.logPos+uint64(e.logLen), true
-		v := &vals[i]
-		if v.Type != resp.ErrorReply || e.done() {
-			continue
-		}
-		if e.script != nil && isNoScript(v) && e.tries < maxScriptLoads {
-			pc.resendAfterNoScriptLocked(e)
-			continue
-		}
-		if pc.rt != nil {
-			if k := refusalOf(v); k != refuseNone {
-				r := pc.takeForResend(e, v.Err())
-				r.kind, r.refusal = k, v.Str
-				pc.reroutes = append(pc.reroutes, r)
-			}
-		}
-	}
-	if logged {
-		pc.log.consume(end)
-	}
-}
-
 // resendAfterNoScriptLocked queues SCRIPT LOAD (unless one is in flight) and the same EVALSHA bytes again for e.
 func (pc *pconn) resendAfterNoScriptLocked(e *pending) {
 	if !pc.loading[e.script] {
@@ -130,16 +84,4 @@ func (pc *pconn) resendAfterNoScriptLocked(e *pending) {
 		pc.appendWaitLocked(re.op, re.gen)
 	}
 	e.kind = kindResent
-}
-
-// takeForResend copies e's logged bytes into a resend for the router and marks e kindResent; for a SendAndWait it
-// starts a new attempt, so that the WAIT queued after the old one is ignored. mu held.
-func (pc *pconn) takeForResend(e *pending, cause error) *resend {
-	r := &resend{e: *e, raw: append([]byte(nil), pc.log.bytes(e.logPos, e.logLen)...), last: cause}
-	r.e.logLen, r.e.logPos = 0, 0
-	if r.e.op != nil {
-		r.e.gen = r.e.op.nextGen()
-	}
-	e.kind = kindResent
-	return r
 }

@@ -18,7 +18,7 @@ import (
 //	                                it, or the Client was closed
 //
 // While connecting, commands are accepted and queued: they are written once the handshake is done (or fail with
-// the dial error). A closed connection is never reused; its slot creates a new one.
+// the dial error). A closed connection is never reused; its keeper creates a new one.
 type connState int32
 
 const (
@@ -45,7 +45,7 @@ type transport interface {
 	close()
 }
 
-// connOwner is told when a connection closes, to replace it (a pool slot).
+// connOwner is told when a connection closes, to replace it (a keeper).
 type connOwner interface {
 	connClosed(pc *pconn, wasOpen bool, err error)
 }
@@ -58,11 +58,11 @@ type pconn struct {
 	owner connOwner // immutable
 	ps    *pubsub   // non-nil for a pub/sub connection: push messages are dispatched, not matched to the fifo
 	tm    *timer.Timer
-	// rt is the topology layer of a Sentinel or cluster Client's data connection (nil otherwise). With it, every
-	// command's bytes are logged (not only EVALSHA), so that a command the server refused without running it
-	// (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, READONLY), or that was queued on a connection that never
-	// opened, can be handed to rt and sent again.
-	rt *router
+	// rt is the router of a Sentinel or cluster Client's data connection (nil otherwise: a standalone Client's, a
+	// pub/sub connection). With it, every command's bytes are logged (not only EVALSHA), so that a command the
+	// server refused without running it (MOVED, ASK, TRYAGAIN, CLUSTERDOWN, LOADING, READONLY), or that was queued
+	// on a connection that never opened, can be handed to rt and sent again.
+	rt rerouter
 
 	// lane decides who reads the latency lane (nil on every other connection); set by open before st says open,
 	// so a picker that loaded stateOpen sees it.
@@ -107,7 +107,7 @@ type pconn struct {
 const maxKeptBuffer = 256 << 10
 
 // newPconn returns a connection in stateConnecting: it queues commands until open or closed is called.
-func newPconn(addr string, cfg *Config, owner connOwner, ps *pubsub, tm *timer.Timer, rt *router) *pconn {
+func newPconn(addr string, cfg *Config, owner connOwner, ps *pubsub, tm *timer.Timer, rt rerouter) *pconn {
 	pc := &pconn{addr: addr, cfg: cfg, owner: owner, ps: ps, tm: tm, rt: rt}
 	pc.dec.Limits = cfg.Limits
 	pc.limits = cfg.Limits.Resolved()
@@ -423,21 +423,6 @@ func (pc *pconn) closeState(op string, err error, only connState) bool {
 		pc.rt.retryLater(r)
 	}
 	return true
-}
-
-// rescueLocked takes the caller commands queued on a connection that never opened out of the fifo (marking them
-// kindResent), with a copy of their bytes, for the router to send again.
-func (pc *pconn) rescueLocked(cause error) []*resend {
-	var out []*resend
-	pc.q.each(func(e *pending) {
-		if e.kind != kindUser || e.logLen == 0 || e.done() {
-			return
-		}
-		r := pc.takeForResend(e, cause)
-		r.kind = unreachable
-		out = append(out, r)
-	})
-	return out
 }
 
 // abandon closes the connection on purpose (a master switch, a node leaving the topology): an open one is reset,

@@ -95,7 +95,7 @@ func newRegistry(route func(string) *pubsub, moved func(string) *pubsub) *regist
 type pubsub struct {
 	cl      *Client
 	reg     *registry
-	slot    *slot
+	keeper  *keeper
 	sharded bool
 	resubOn *pconn // the connection EventResubscribed was last told for; guarded by reg.mu
 }
@@ -103,10 +103,10 @@ type pubsub struct {
 // newPubsub creates the connection state and starts its connection to addr.
 func newPubsub(cl *Client, reg *registry, addr string, ep *endpoint, sharded bool) *pubsub {
 	ps := &pubsub{cl: cl, reg: reg, sharded: sharded}
-	ps.slot = &slot{cl: cl, ep: ep, addr: addr, ps: ps}
-	ps.slot.mu.Lock()
-	ps.slot.connectLocked()
-	ps.slot.mu.Unlock()
+	ps.keeper = &keeper{cl: cl, ep: ep, addr: addr, ps: ps}
+	ps.keeper.mu.Lock()
+	ps.keeper.connectLocked()
+	ps.keeper.mu.Unlock()
 	return ps
 }
 
@@ -137,7 +137,7 @@ func (r *registry) subscribe(name string, h Handler) *future.Future[*Subscriptio
 		p.Fail(unavailableError("", "connect", nil))
 		return p.Future()
 	}
-	pc := ps.slot.cur.Load()
+	pc := ps.keeper.cur.Load()
 	if pc == nil || !pc.usable() {
 		r.mu.Unlock()
 		p.Fail(ps.unavailable())
@@ -188,7 +188,7 @@ func (ps *pubsub) sendSubscribeLocked(ch *channel, pc *pconn, kind pendingKind) 
 
 // sendUnsubscribeLocked queues (S)UNSUBSCRIBE for ch on ps's connection, if it is usable. r.mu held.
 func (ps *pubsub) sendUnsubscribeLocked(ch *channel) {
-	pc := ps.slot.cur.Load()
+	pc := ps.keeper.cur.Load()
 	if pc == nil || !pc.usable() {
 		return
 	}
@@ -243,11 +243,11 @@ func (r *registry) moveLocked(ch *channel, to *pubsub) {
 	if old == to {
 		return
 	}
-	if ch.sentOn != nil && ch.sentOn == old.slot.cur.Load() {
+	if ch.sentOn != nil && ch.sentOn == old.keeper.cur.Load() {
 		old.sendUnsubscribeLocked(ch)
 	}
 	ch.ps, ch.confirmed, ch.sentOn = to, false, nil
-	if pc := to.slot.cur.Load(); pc != nil && pc.usable() {
+	if pc := to.keeper.cur.Load(); pc != nil && pc.usable() {
 		to.sendSubscribeLocked(ch, pc, kindResubscribe)
 	}
 }
@@ -314,7 +314,7 @@ func (ps *pubsub) confirm(pc *pconn, e *pending, v *resp.Value) {
 		ps.completeSafe(w.p, w.sub, nil)
 	}
 	if event {
-		ps.cl.emit(Event{Kind: EventResubscribed, Addr: pc.addr, Role: ps.slot.role()})
+		ps.cl.emit(Event{Kind: EventResubscribed, Addr: pc.addr, Role: ps.keeper.role()})
 	}
 	for _, s := range notify {
 		ps.deliver(s, Message{Kind: KindResubscribed, Channel: ch.name})
@@ -447,11 +447,11 @@ func (ps *pubsub) completeSafe(p *future.Promise[*Subscription], s *Subscription
 
 // unavailable is the error of a Subscribe while the pub/sub connection is down.
 func (ps *pubsub) unavailable() error {
-	cause := ps.slot.unavailable()
+	cause := ps.keeper.unavailable()
 	if ce, ok := cause.(*ConnError); ok {
 		cause = ce.Err
 	}
-	return unavailableError(ps.slot.currentAddr(), "connect", cause)
+	return unavailableError(ps.keeper.currentAddr(), "connect", cause)
 }
 
 // close fails every waiting Subscribe with ErrClosed and forgets every channel.

@@ -85,6 +85,7 @@ func TestConfigNeverPrintsItsPasswords(t *testing.T) {
 	cfg := conn.Config{Addr: "h:1", Username: "u", Password: "S3cr3t", SentinelPassword: "S3ntinel"}
 	var logged bytes.Buffer
 	slog.New(slog.NewTextHandler(&logged, nil)).Info("config", "cfg", cfg)
+	//lint:ignore S1025 each formatting verb is what is tested, %s included
 	for _, s := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), fmt.Sprintf("%s", cfg),
 		fmt.Sprintf("%v", &cfg), logged.String()} {
 		if strings.Contains(s, "S3cr3t") || strings.Contains(s, "S3ntinel") || !strings.Contains(s, "xxxxx") ||

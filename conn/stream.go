@@ -11,7 +11,7 @@ import (
 )
 
 // streamTransport carries a connection with a reader goroutine and a writer goroutine over a net.Conn, using Go's
-// own netpoller: every rediss:// connection (gnet has no TLS: GNET-NOTES pitfall 9), and the latency lane of a
+// own netpoller: every rediss:// connection (gnet has no TLS), and the latency lane of a
 // plain-TCP node (see "Latency lane" in doc.go). The pipeline above (pconn) is the same as on an event loop:
 // callers append under the mutex (and write directly when the connection is idle), the reader completes replies in
 // FIFO order and ends each turn by kicking the writer if anything was appended, and the writer writes each

@@ -119,8 +119,8 @@ func TestGetWithNilContext(t *testing.T) {
 	p := future.NewPromise[int]()
 	go p.Succeed(3) // owner: this test; returns at once
 
-	// A nil context is the point of the test.
-	if v, err := p.Future().Get(nil); v != 3 || err != nil { //nolint:staticcheck
+	//lint:ignore SA1012 a nil context is the point of the test
+	if v, err := p.Future().Get(nil); v != 3 || err != nil {
 		t.Fatalf("Get(nil) = (%d, %v), want (3, nil)", v, err)
 	}
 }

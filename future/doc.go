@@ -54,8 +54,9 @@
 // instead of creating a channel per future; the Done channel is created only if
 // Done is called before completion. OnComplete allocates nothing for the first
 // callback of a future (it is stored inline) and amortised slice growth for
-// further ones; the closure passed in is the caller's allocation. The figures
-// are in bench_test.go.
+// further ones; the closure passed in is the caller's allocation. The
+// benchmarks are in bench_test.go; their figures are in bench/README.md
+// ("future").
 //
 // Package future imports nothing of this project.
 package future

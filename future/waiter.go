@@ -5,11 +5,11 @@ import "sync"
 // waiter parks one blocked Get call. Why not a channel per future: package conn
 // aims at one allocation per Redis command in total, and that allocation is the
 // promise. A per-future channel made on the first blocking Get would double it:
-// on the 2-core development VM, a future completed by another goroutine while
-// Get blocks costs 1 allocation and 96 B per request this way
-// (BenchmarkGetCompletedElsewhere) against 2 allocations and 208 B when waiting
-// on the Done channel (BenchmarkDoneWaitCompletedElsewhere), for the same time
-// per request (about 0.5 µs, dominated by the goroutine hand-off). Instead
+// a future completed by another goroutine while Get blocks costs one allocation
+// this way (BenchmarkGetCompletedElsewhere) against two, and about twice the
+// bytes, when waiting on the Done channel (BenchmarkDoneWaitCompletedElsewhere),
+// for the same time per request (the goroutine hand-off dominates both; figures
+// in bench/README.md, "future"). Instead
 // a blocked Get borrows a waiter from a process-wide pool, links it into the
 // future's list, and sleeps on its one-slot channel; the completer sends one
 // token to each detached waiter. The channel is reused across futures because it

@@ -15,7 +15,7 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-// Failover trials (issue 7): does a lock granted by a Sentinel-managed master survive the master's death, with
+// Failover trials: does a lock granted by a Sentinel-managed master survive the master's death, with
 // and without replica-synced acquire (rlock.Config.SyncReplicas, Redisson's checkLockSyncedSlaves)?
 //
 // One trial, on a replica set (master + 2 replicas + 3 Sentinels) reused across trials:

@@ -101,8 +101,7 @@ func TestLockWaiterFindsAReleaseThatNoMessageAnnounced(t *testing.T) {
 	}
 }
 
-// A TryLock's wait bounds the call even while an attempt is in flight (issue 10: every waiter ends within its
-// bound). Found by the chaos runs (partitions, latency spikes): the wait's deadline lived on the waiter's timer,
+// A TryLock's wait bounds the call even while an attempt is in flight (every waiter ends within its bound). Found by the chaos runs (partitions, latency spikes): the wait's deadline lived on the waiter's timer,
 // which was cancelled while an attempt was sent and re-armed only when it was answered, so a wait that ended
 // meanwhile lasted until the transport gave up (the response timeout and its retries). Here every request stalls
 // in a proxy once the client is connected: with a response timeout of 3 s, a wait of 300 ms must end well before

@@ -12,28 +12,30 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/proccpu"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-// The lock workloads of ../shared/BENCHMARKS.md as Go benchmarks against a redis-server started by redistest:
+// The plain lock's workloads (uncontended pairs, contention on few keys, many locks held under the watchdog; the
+// bench command runs the same ones against other libraries) as Go benchmarks against a redis-server started by
+// redistest:
 //
-//	go test -run '^$' -bench 'BenchmarkW1' -benchtime 5s ./integration
-//	go test -run '^$' -bench 'BenchmarkW2' -benchtime 5s ./integration
-//	go test -run '^$' -bench 'BenchmarkW3' -benchtime 1x ./integration -args -w3.locks 10000 -w3.hold 30s
+//	go test -run '^$' -bench 'BenchmarkUncontended' -benchtime 5s ./integration
+//	go test -run '^$' -bench 'BenchmarkContended' -benchtime 5s ./integration
+//	go test -run '^$' -bench 'BenchmarkHeldUnderWatchdog' -benchtime 1x ./integration -args -held.locks 10000 -held.for 30s
 //
 // Figures are reported with b.ReportMetric; server CPU comes from INFO cpu, renewal calls from INFO commandstats,
 // client CPU from getrusage. The machine is shared: compare runs made at the same time.
 
 var (
-	w3Locks    = flag.Int("w3.locks", 10_000, "W3: locks held")
-	w3Hold     = flag.Duration("w3.hold", 30*time.Second, "W3: how long the locks are held")
-	w3Watchdog = flag.Duration("w3.watchdog", 3*time.Second, "W3: watchdog timeout")
+	heldLocks    = flag.Int("held.locks", 10_000, "BenchmarkHeldUnderWatchdog: locks held")
+	heldFor      = flag.Duration("held.for", 30*time.Second, "BenchmarkHeldUnderWatchdog: how long the locks are held")
+	heldWatchdog = flag.Duration("held.watchdog", 3*time.Second, "BenchmarkHeldUnderWatchdog: watchdog timeout")
 )
 
 // benchClient connects a client for a benchmark.
@@ -80,9 +82,7 @@ func sampleUsage(b *testing.B, srv *redistest.Server) usage {
 		f, _ := strconv.ParseFloat(info[k], 64)
 		return time.Duration(f * float64(time.Second))
 	}
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	client := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	client := proccpu.Used()
 	return usage{wall: time.Now(), server: sec("used_cpu_user") + sec("used_cpu_sys"), client: client, total: machineBusy()}
 }
 
@@ -147,9 +147,9 @@ func reportLatency(b *testing.B, h *latencyHist, prefix string) {
 	b.ReportMetric(float64(h.Max()), prefix+"-max-µs")
 }
 
-// BenchmarkW1 is W1: G goroutines, each locking and unlocking its own key (one op = one lock+unlock pair, with
+// BenchmarkUncontended: G goroutines, each locking and unlocking its own key (one op = one lock+unlock pair, with
 // the watchdog).
-func BenchmarkW1(b *testing.B) {
+func BenchmarkUncontended(b *testing.B) {
 	for _, g := range []int{1, 64, 1024} {
 		b.Run("G="+strconv.Itoa(g), func(b *testing.B) {
 			srv := redistest.Start(b)
@@ -157,7 +157,7 @@ func BenchmarkW1(b *testing.B) {
 			ctx := context.Background()
 			locks := make([]*rlock.Lock, g)
 			for i := range locks {
-				locks[i] = c.Lock("w1:" + strconv.Itoa(i))
+				locks[i] = c.Lock("uncontended:" + strconv.Itoa(i))
 			}
 			wall, all := runWorkers(b, srv, g, func(i int, h *latencyHist) bool {
 				l := locks[i]
@@ -214,10 +214,10 @@ func runWorkers(b *testing.B, srv *redistest.Server, g int, op func(i int, h *la
 	return wall, all
 }
 
-// BenchmarkW2 is W2: 64 goroutines on 1 or 16 keys (goroutine i uses key i%K), blocking acquire with the watchdog,
+// BenchmarkContended: 64 goroutines on 1 or 16 keys (goroutine i uses key i%K), blocking acquire with the watchdog,
 // no think time. The critical section increments a per-key counter without atomics and checks a holder count;
 // violations counts overlaps plus lost increments. wait = from wanting the lock to holding it.
-func BenchmarkW2(b *testing.B) {
+func BenchmarkContended(b *testing.B) {
 	for _, keys := range []int{1, 16} {
 		b.Run("keys="+strconv.Itoa(keys), func(b *testing.B) {
 			const g = 64
@@ -239,7 +239,7 @@ func BenchmarkW2(b *testing.B) {
 			counts := make([]int64, g)
 			locks := make([]*rlock.Lock, g)
 			for i := range locks {
-				locks[i] = c.Lock("w2:" + strconv.Itoa(i%keys))
+				locks[i] = c.Lock("contended:" + strconv.Itoa(i%keys))
 			}
 			wall, all := runWorkers(b, srv, g, func(i int, h *latencyHist) bool {
 				k, l := &ks[i%keys], locks[i]
@@ -293,12 +293,12 @@ func BenchmarkW2(b *testing.B) {
 	}
 }
 
-// BenchmarkW3 is W3: N locks held with the watchdog for a while (defaults: 10,000 locks, watchdog 3 s, 30 s).
+// BenchmarkHeldUnderWatchdog: N locks held with the watchdog for a while (defaults: 10,000 locks, watchdog 3 s, 30 s).
 // It reports goroutines and client heap per held lock (after a forced GC, mid-hold), the renewal EVALSHA calls
 // per second the server executed during the hold, locks per renewal call, and locks lost. Run it with
 // -benchtime 1x.
-func BenchmarkW3(b *testing.B) {
-	n, hold, watchdog := *w3Locks, *w3Hold, *w3Watchdog
+func BenchmarkHeldUnderWatchdog(b *testing.B) {
+	n, hold, watchdog := *heldLocks, *heldFor, *heldWatchdog
 	for i := 0; i < b.N; i++ {
 		srv := redistest.Start(b)
 		var lost, batches, renewed atomic.Int64
@@ -329,7 +329,7 @@ func BenchmarkW3(b *testing.B) {
 			go func() { // owned by the benchmark; waited for by wg
 				defer wg.Done()
 				for j := a; j < n; j += acquirers {
-					held, err := c.Lock("w3:" + strconv.Itoa(j)).Lock(ctx)
+					held, err := c.Lock("held:" + strconv.Itoa(j)).Lock(ctx)
 					if err != nil {
 						b.Error(err)
 						return
@@ -378,7 +378,7 @@ func BenchmarkW3(b *testing.B) {
 			go func() { // owned by the benchmark; waited for by wg
 				defer wg.Done()
 				for k := a; k < n; k += acquirers {
-					if err := c.Lock("w3:" + strconv.Itoa(k)).Unlock(helds[k]); errors.Is(err, rlock.ErrNotHeld) {
+					if err := c.Lock("held:" + strconv.Itoa(k)).Unlock(helds[k]); errors.Is(err, rlock.ErrNotHeld) {
 						notHeld.Add(1) // lost before the release: counted, reported below
 					} else if err != nil {
 						b.Error(err)

@@ -18,7 +18,7 @@ import (
 // its lock script (HINCRBY of field <uuid>:<threadId>, PEXPIRE), its unlock script (DEL + PUBLISH "0" on
 // redisson_lock__channel:{name}) and a SUBSCRIBE to that channel — and the two exclude and wake each other.
 
-// Redisson's RLock scripts as the seed articles describe them (tryLockInnerAsync, unlockInnerAsync), run with
+// Redisson's RLock scripts as Redisson's RedissonLock sends them (tryLockInnerAsync, unlockInnerAsync), run with
 // EVAL as a Java client would.
 const (
 	redissonLock = `if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then

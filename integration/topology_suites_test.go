@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// The lock core and lock family suites in every topology (issue 7): the same test functions that run on a
+// The lock core and lock family suites in every topology: the same test functions that run on a
 // standalone server of their own run again, as subtests, on a Sentinel-managed master with two replicas and on a
 // six-node cluster — each also with every acquire waiting for replicas ("-sync"). Each topology is started once
 // per suite and emptied before every test (deployment.reset).

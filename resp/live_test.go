@@ -126,7 +126,7 @@ func TestDecodeRealReplies(t *testing.T) {
 	}
 	v, raw = c.do("EVAL", arrayScript, "1", lock, owner)
 	expect("eval-array", v, raw, arr(integer(1), bulk("two"), arr(integer(3), nullBulk), bulk("1")))
-	v, raw = c.do("SCRIPT", "LOAD", arrayScript)
+	v, _ = c.do("SCRIPT", "LOAD", arrayScript)
 	arraySHA, _ := v.AsString()
 	v, raw = c.do("EVALSHA", arraySHA, "1", lock, owner)
 	expect("evalsha-array", v, raw, arr(integer(1), bulk("two"), arr(integer(3), nullBulk), bulk("1")))

@@ -20,23 +20,18 @@ import (
 // other than the plain lock, the rules of its acquire.
 type lockObject struct {
 	object
-	keys  []string // the plain layout's keys (plainKeys): shared by every command of the handle
 	kind  holdKind
 	rules lockRules // nil: the plain lock
 }
 
-// newLockObject returns the shared part of a handle on the lock name. A plain-layout handle then sets its keys
-// (setPlainKeys) in an array of its own allocation.
+// newLockObject returns the shared part of a handle on the lock name.
 func (c *Client) newLockObject(name string, kind holdKind, rules lockRules) lockObject {
 	return lockObject{object: c.newObject(name), kind: kind, rules: rules}
 }
 
-// setPlainKeys makes arr, which lives in the handle's own allocation, the plain layout's keys (plainKeys): a
-// handle is often made per call (c.Lock(name).Lock(ctx)), and a separate slice was one more allocation each time.
-func (lo *lockObject) setPlainKeys(arr *[numPlainKeys]string) {
-	plainKeys(arr, lo.name)
-	lo.keys = arr[:]
-}
+// A plain-layout handle keeps nothing but the lock's name: the names of its channel and queue, which every script
+// takes, are made per call (plainKeys). A handle is often made per call (c.Lock(name).Lock(ctx)), or kept with
+// each of a million held locks.
 
 // lockRules is what a kind of lock other than the plain lock adds to the shared acquire.
 type lockRules interface {
@@ -125,8 +120,19 @@ func newLockCall(blocking bool) *lockCall {
 // means the watchdog; async says that the caller does not wait with Get at once (a blocking call drives its
 // attempts with its Get: syncLockCall). It returns the call (nil when it failed before starting) and its future.
 func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.Duration, async bool) (*lockCall, *future.Future[context.Context]) {
+	return lo.acquireQueued(ctx, op, wait, lease, async, true)
+}
+
+// acquireQueued is acquire; queued false makes a plain lock's waiter wait without a place in the server's queue of
+// waiters (a RedLock's component, whose rounds give up and start again: a place in each master's queue would
+// outlive them and serve the masters in an order that keeps competing clients split). Such a waiter is woken by
+// the unlock message, published when the lock goes free with nobody queued, and by its bound.
+func (lo *lockObject) acquireQueued(ctx context.Context, op string, wait, lease time.Duration, async, queued bool) (*lockCall, *future.Future[context.Context]) {
 	c := lo.c
 	fail := func(err error) (*lockCall, *future.Future[context.Context]) {
+		if c.observed {
+			c.obs.AcquireFailed(AcquireFailedEvent{Name: lo.name, Outcome: acquireOutcome(err), Err: err, Ctx: ctx})
+		}
 		return nil, future.Completed[context.Context](nil, err)
 	}
 	switch {
@@ -160,15 +166,33 @@ func (lo *lockObject) acquire(ctx context.Context, op string, wait, lease time.D
 		lc.p.CancelledBy(done)
 	}
 	if lo.rules == nil {
-		lc.rule, lc.serverQueue = wakeOne, true
+		lc.rule, lc.serverQueue = wakeOne, queued
 	} else {
 		lo.rules.wait(lc)
 	}
 	if lc.serverQueue {
 		lc.initQueueCall(own)
 	}
+	f := lc.p.Future()
+	if c.observed {
+		c.observeFailure(f, lo.name, lc.owner, lc.startAt, ctx)
+	}
 	lc.start(lc.startAt)
-	return lc, lc.p.Future()
+	return lc, f
+}
+
+// observeFailure reports the acquire whose future f is to the Observer if it fails, however it fails: the call's
+// waiter failing it, or its context ending first (the future's own cancellation). It registers through Then,
+// which keeps a blocking call's Get driving its attempts (OnComplete would hand them to the transport).
+func (c *Client) observeFailure(f *future.Future[context.Context], name, owner string, start time.Duration,
+	ctx context.Context) {
+	future.Then(f, func(_ context.Context, err error) (struct{}, error) {
+		if err != nil {
+			c.obs.AcquireFailed(AcquireFailedEvent{Name: name, Owner: owner, Wait: c.now() - start,
+				Outcome: acquireOutcome(err), Err: err, Ctx: ctx})
+		}
+		return struct{}{}, nil
+	})
 }
 
 // lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
@@ -266,7 +290,7 @@ func (lc *lockCall) start(now time.Duration) {
 // channel is the channel lc waits on: the plain lock's unlock channel, or its kind's.
 func (lc *lockCall) channel() string {
 	if lc.lo.rules == nil {
-		return lc.lo.keys[1]
+		return channelName(lc.lo.name)
 	}
 	return lc.lo.rules.channel(lc)
 }
@@ -290,7 +314,8 @@ func (lc *lockCall) send() {
 	}
 	if lc.lo.rules == nil {
 		c := lc.sh.c
-		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, lc.lo.keys, lc.leaseArg(), lc.owner,
+		k := plainKeys(lc.lo.name) // on the stack: Eval encodes it at once
+		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, k[:], lc.leaseArg(), lc.owner,
 			lc.entryArg(), queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub), lc.callback())
 		return
 	}
@@ -303,6 +328,7 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 	if err != nil {
 		lc.settle(outcome{err: err}, false)
 	} else {
+		v = sh.c.published(sh, lc.lo.name, v)
 		lc.settle(lc.queuedOutcome(parseAcquire(v), v), false)
 	}
 	sh.attemptSettled(counted)
@@ -310,6 +336,9 @@ func (lc *lockCall) onPlainReply(v resp.Value, err error) {
 
 func (lc *lockCall) onReply(v resp.Value, err error) {
 	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
+	if err == nil {
+		v = sh.c.published(sh, lc.lo.name, v)
+	}
 	lc.settle(lc.queuedOutcome(lc.lo.rules.decode(v, err), v), false)
 	sh.attemptSettled(counted)
 }
@@ -317,7 +346,7 @@ func (lc *lockCall) onReply(v resp.Value, err error) {
 // queuedOutcome turns the refusal of an attempt that queues the call on the server (an entry was sent) into a
 // queued one: its bound is the one of a waiter queued there (queuedRefusal).
 func (lc *lockCall) queuedOutcome(o outcome, v resp.Value) outcome {
-	if o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
+	if !lc.serverQueue || o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
 		return o
 	}
 	return lc.queuedRefusal(v.Int)
@@ -398,7 +427,7 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 	var ev AcquiredEvent
 	if c.observed {
 		ev = AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
-			HandOff: o.handoff}
+			HandOff: o.handoff, Ctx: lc.ctx}
 	}
 	if !lc.p.Succeed(h) {
 		c.unlockHeld(h)
@@ -412,8 +441,10 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 	}
 }
 
+// fail completes the call with err; a WRONGTYPE reply (the lock's name is used by a key of another type) becomes
+// a *NotLockError.
 func (lc *lockCall) fail(err error) bool {
-	return lc.p.Fail(err)
+	return lc.p.Fail(notLockError(lc.lo.name, err))
 }
 
 // undo releases a grant that no hold records (the client closed meanwhile, the timer refused the hold's timeout,

@@ -41,6 +41,10 @@ type Client struct {
 	// waitUnsupported: the server (or a proxy) has no WAIT (conn reported conn.ErrWaitUnsupported), so acquires no
 	// longer wait for replicas although Config.SyncReplicas asks for it.
 	waitUnsupported atomic.Bool
+	// The server refused this client a publish (pubDenied) or a subscription (subDenied) for want of permission;
+	// pubRefused counts the messages refused (pubsubdenied.go).
+	pubDenied, subDenied atomic.Bool
+	pubRefused           atomic.Int64
 
 	seed   maphash.Seed
 	shards [numShards]shard
@@ -48,11 +52,15 @@ type Client struct {
 	wd         watchdog
 	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
 	grantCache         // queue entry arguments (lockqueue.go)
-	orphans    orphanCounts
+	// leaves counts the departures from the server's queues of waiters in flight (lockCall.leave), which Close
+	// waits for, up to leaveWait.
+	leaves  inflight
+	orphans orphanCounts
 }
 
 // numShards splits the client's local state (held locks, waiter queues) over independent mutexes, so that
-// goroutines working on different names rarely meet (W1 runs 1,024 goroutines on their own names).
+// goroutines working on different names rarely meet (a service may run a thousand goroutines on names of their
+// own).
 const numShards = 64
 
 // shard holds the local state of the objects (locks, semaphores, latches, limiters) whose names hash to it. mu
@@ -64,6 +72,7 @@ type shard struct {
 	c          *Client                       // the client the shard belongs to
 	holds      map[holdKey]*hold             // held locks, by name and hash field
 	queues     map[string]*queue             // channels with waiters of this client
+	lockQueues map[string]*queue             // the plain and fenced locks' queues, by lock name
 	sleepers   *queue                        // waiters woken by their timer alone (rate limiters)
 	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
 	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
@@ -71,7 +80,7 @@ type shard struct {
 	// doubts are the holds the server may hold more times than recorded here, for grants their owner's callers do
 	// not believe in (orphan.go): their last Unlock releases or reports what it finds left. Nil until one is.
 	doubts map[*hold]doubt
-	_      [128 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8 - 8]byte // keep neighbouring shards' mutexes off one cache line
+	_      [128 - 10*8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the
@@ -81,6 +90,16 @@ func NewClient(cfg Config) (*Client, error) {
 	r, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if _, nop := r.Observer.(NopObserver); !nop {
+		// The Observer hears of the transport's connection events after the caller's own hook, if any.
+		user, obs := r.Conn.OnEvent, callbackObserver{r.Observer}
+		r.Conn.OnEvent = func(e conn.Event) {
+			if user != nil {
+				user(e)
+			}
+			obs.Connection(e)
+		}
 	}
 	cc, err := conn.New(r.Conn)
 	if err != nil {
@@ -126,6 +145,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		sh.c = c
 		sh.holds = make(map[holdKey]*hold)
 		sh.queues = make(map[string]*queue)
+		sh.lockQueues = make(map[string]*queue)
 		sh.sleepers = &queue{c: c, sh: sh}
 	}
 	c.wd.init(c)
@@ -147,18 +167,18 @@ func (c *Client) Conn() *conn.Client { return c.conn }
 // concurrent use, and interchangeable with any other handle on the same name from the same Client. An empty name
 // is reported by the handle's methods as an *ArgumentError.
 func (c *Client) Lock(name string) *Lock {
-	l := &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
-	l.setPlainKeys(&l.keyArr)
-	return l
+	return &Lock{lockObject: c.newLockObject(name, kindPlain, nil)}
 }
 
 // Close stops the client. It does not release the locks still held: it stops their renewal and cancels their held
 // contexts with cause ErrClosed, so each lock stays on the server until its lease runs out (the watchdog timeout
 // for watchdog locks), exactly as when a process dies. Release them with Unlock before Close to free them at once.
-// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed.
+// Every waiter still waiting fails with ErrClosed, and every later call returns ErrClosed. Waiters queued on the
+// server (plain and fenced locks) are taken out of its queue, so that they do not hold it until their entries
+// expire; Close waits for those departures, and for those of waiters that gave up just before, at most a second.
 //
 // Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
-// exit; it blocks for at most the time the transport takes to close. It is safe for concurrent use; calls after
+// exit; it blocks for at most that second plus the time the transport takes to close. It is safe for concurrent use; calls after
 // the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and closes
 // nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
 func (c *Client) Close() error {
@@ -181,11 +201,13 @@ func (c *Client) Close() error {
 			holds = append(holds, h)
 			delete(sh.holds, k)
 		}
-		for key, q := range sh.queues {
-			waiters = q.closeLocked(waiters)
-			q.dead = true
-			subs = append(subs, q)
-			delete(sh.queues, key)
+		for _, m := range [2]map[string]*queue{sh.queues, sh.lockQueues} {
+			for key, q := range m {
+				waiters = q.closeLocked(waiters)
+				q.dead = true
+				subs = append(subs, q)
+				delete(m, key)
+			}
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
 		sh.doubts = nil
@@ -200,6 +222,9 @@ func (c *Client) Close() error {
 		h.cancel(ErrClosed)
 	}
 	for _, w := range waiters {
+		if lc, ok := w.call.(*lockCall); ok && w.queued {
+			lc.leave(false) // its entry would hold the queue until it expires
+		}
 		w.call.fail(ErrClosed)
 	}
 	for _, q := range subs {
@@ -207,6 +232,7 @@ func (c *Client) Close() error {
 	}
 	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
 	c.retries.close()
+	c.awaitLeaves()
 	if c.ownsConn {
 		return c.conn.Close()
 	}
@@ -233,6 +259,9 @@ type Stats struct {
 	Held    int // locks held through this client (one per name and owner, whatever the hold count)
 	Waiters int // calls waiting: acquires queued behind another holder, permits and latches waited for
 	Queues  int // channels with waiters (each has one subscription)
+	// PublishesRefused counts, since the client was created, the wake-up messages of its scripts that the server
+	// refused for want of pub/sub permission (see Observer.PubSubDenied). The operations themselves succeeded.
+	PublishesRefused int64
 	// OrphansReleased counts, since the Client was created, the grants no caller held that the client released:
 	// grants an acquire may have made when its outcome was unknown (*OutcomeUnknownError), and grants that arrived
 	// for calls abandoned meanwhile. An unknown outcome that turned out not to be a grant is not counted.
@@ -246,12 +275,18 @@ type Stats struct {
 // Stats returns a snapshot of the client's local lock state. It takes each shard's mutex briefly, so it costs
 // O(shards), not O(locks); it does not block on I/O and is safe for concurrent use.
 func (c *Client) Stats() Stats {
-	var s Stats
+	s := Stats{PublishesRefused: c.pubRefused.Load()}
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		s.Held += len(sh.holds)
 		for _, q := range sh.queues {
+			if q.n > 0 {
+				s.Queues++
+				s.Waiters += q.n
+			}
+		}
+		for _, q := range sh.lockQueues {
 			if q.n > 0 {
 				s.Queues++
 				s.Waiters += q.n
@@ -263,3 +298,54 @@ func (c *Client) Stats() Stats {
 	s.OrphansReleased, s.OrphansExpired = c.orphans.released.Load(), c.orphans.expired.Load()
 	return s
 }
+
+// awaitLeaves waits, at most leaveWait, for the departures from the servers' queues of waiters that are in flight
+// (a waiter that gave up, or one Close failed), so that a process that closes its Client does not leave its
+// waiters' entries holding a queue until they expire.
+func (c *Client) awaitLeaves() { c.leaves.wait(leaveWait) }
+
+// inflight counts operations in flight that Close waits for. Unlike a sync.WaitGroup, it may be added to while
+// someone waits (a leave that starts as Close begins).
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed when n drops to 0, while someone waits
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 && f.zero != nil {
+		close(f.zero)
+		f.zero = nil
+	}
+	f.mu.Unlock()
+}
+
+// wait returns when nothing is in flight, or after d.
+func (f *inflight) wait(d time.Duration) {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return
+	}
+	if f.zero == nil {
+		f.zero = make(chan struct{})
+	}
+	zero := f.zero
+	f.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-zero:
+	case <-t.C:
+	}
+}
+
+// leaveWait bounds how long Close waits for the leaves in flight.
+const leaveWait = time.Second

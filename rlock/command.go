@@ -53,6 +53,10 @@ func (c *Client) callAttempt(ctx context.Context, cmd conn.Cmd, p *future.Promis
 				return
 			}
 		}
+		if err == nil && v.Type == resp.Array && cmd.Script != nil && len(cmd.Keys) > 0 && publishes(cmd.Script) {
+			// Only a publishing script's reply is unwrapped: another's (Status's) may hold any text.
+			v = c.published(nil, cmd.Keys[0], v)
+		}
 		p.Complete(v, c.mapErr(err))
 	})
 }

@@ -64,8 +64,11 @@ type Config struct {
 	// Conn.Logger is nil.
 	Logger *slog.Logger
 
-	// Observer receives lock events (acquired, released, renewal batches, lost) for metrics. Nil reports nothing.
-	// Its methods run on the client's event loop and timer goroutines and must not block.
+	// Observer receives lock events for metrics and tracing: acquired, acquire failed, released, renewal
+	// batches, lost, the transport's connection events (after Conn.OnEvent, which it does not replace) and a
+	// refused publish. Nil reports nothing. Its methods run on the client's event loop and timer goroutines and
+	// must not block. An Observer costs each acquire a few allocations (its end is watched so that a failure is
+	// reported however it comes); nil costs nothing. See the adapters named in Observer's documentation.
 	Observer Observer
 
 	// SyncReplicas, when positive, makes every acquire of every lock kind (plain, fair, fenced, read and write
@@ -163,8 +166,8 @@ func (c Config) withDefaults() (resolved, error) {
 	r.watchdogMillis = strconv.FormatInt(c.WatchdogTimeout.Milliseconds(), 10)
 	r.renewEvery = c.WatchdogTimeout / 3
 	// A renewal may wait for its batch to fill for up to a thirtieth of the lease (100 ms at 3 s, 1 s at 30 s): it
-	// is then still sent before 0.37 of the lease has passed, and batches stay full (issue 5, W3: 10,000 locks at
-	// 3 s must cost at most 100 EVALSHA/s, which only full batches of 100 achieve).
+	// is then still sent before 0.37 of the lease has passed, and batches stay full (10,000 locks at a 3 s
+	// watchdog must cost at most 100 EVALSHA/s, which only full batches of 100 achieve).
 	r.flushDelay = min(max(c.WatchdogTimeout/30, time.Millisecond), time.Second)
 	return r, nil
 }

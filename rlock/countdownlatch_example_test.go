@@ -7,7 +7,7 @@ import (
 
 // Awaiters are released when the count reaches zero.
 func ExampleCountDownLatch() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.CountDownLatch("shards-loaded")

@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The count-down latch's scripts, in Redisson's keyspace (RedissonCountDownLatch):
 //
 //	count    STRING <name>: the remaining count; absent = open (zero); Delete runs deletePublishSrc
@@ -19,7 +17,7 @@ import "github.com/locksmith-go/locksmith/conn"
 // Reply: 1 = set; 0 = a count is already set.
 const latchTrySetSrc = publishLua + `if redis.call('exists', KEYS[1]) == 1 then return 0 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call(publish, KEYS[2], ARGV[2])
+pub(KEYS[2], ARGV[2])
 return 1`
 
 // latchCountDownSrc decrements the count; at zero it deletes the latch and wakes every awaiter.
@@ -34,7 +32,7 @@ const latchCountDownSrc = publishLua + `if redis.call('exists', KEYS[1]) == 0 th
 local v = redis.call('decr', KEYS[1])
 if v <= 0 then
   redis.call('del', KEYS[1])
-  redis.call(publish, KEYS[2], ARGV[1])
+  pub(KEYS[2], ARGV[1])
   return 0
 end
 return v`
@@ -47,6 +45,6 @@ const (
 )
 
 var (
-	latchTrySetScript    = conn.NewScript(latchTrySetSrc)
-	latchCountDownScript = conn.NewScript(latchCountDownSrc)
+	latchTrySetScript    = newScript(latchTrySetSrc)
+	latchCountDownScript = newScript(latchCountDownSrc)
 )

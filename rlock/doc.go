@@ -11,8 +11,11 @@
 //	defer l.Unlock(held)
 //	doWork(held)                    // held is cancelled if the lock is lost
 //
-// Every blocking call has an Async form returning a future (package future); the blocking call is the async call
-// followed by Get. Run is the "execute in lock" helper: lock, call, always unlock. Status reads a lock's owners,
+// Every call of the locks (Lock, FairLock, FencedLock, ReadWriteLock and its halves, MultiLock, RedLock) has an
+// Async form returning a future (package future), except Run and TryRun, which call the caller's function; so has
+// every call of the other objects that waits or releases (acquiring and releasing permits, a latch's Await and
+// CountDown). Their other queries and set-up calls (AvailablePermits, TrySetPermits, Count...) block until the
+// server answers or ctx ends. A blocking call is the async call followed by Get. Run is the "execute in lock" helper: lock, call, always unlock. Status reads a lock's owners,
 // hold counts and TTL in one step.
 //
 // # Wire format
@@ -95,8 +98,8 @@
 // # Waiting
 //
 // Every call that may wait — an acquire of any lock, permits of a semaphore or rate limiter, a latch's await — is
-// driven by one engine (waiter.go, queue.go). A refused acquire learns the holder's remaining TTL. The waiter then
-// joins this client's FIFO queue for the lock's channel; the first waiter subscribes to the channel (one
+// driven by one engine (waiter.go, queue.go, lockqueue.go). A refused acquire learns the holder's remaining TTL.
+// The waiter then joins this client's FIFO queue for the lock's channel; the first waiter subscribes to the channel (one
 // reference-counted subscription per channel and client, through conn) before anyone retries, so no release is
 // missed between the refusal and the subscription (Redisson #1763). Only the head of the queue keeps a bound: it
 // retries when a message arrives, when the subscription is (re-)established, and at the latest when the TTL of its
@@ -106,12 +109,41 @@
 // bounded by its lease. Nobody polls, and a waiting call — also an async one — holds no goroutine: it is a struct
 // driven by replies, messages and one timeout. The subscription ends when the last waiter leaves.
 //
-// A new acquirer of this client queues behind waiters that came first instead of barging ahead of them (a
-// re-entrant acquire never waits). When a holder of this client releases the lock while a waiter of this client is
-// queued, the release and the grant to that waiter are one script (the hand-off): the lock passes in one round trip
-// and is never free in between, so nothing is published and nobody else could take it. Waiters of this client are
-// thus served in order, at one round trip per acquisition. To give waiters of other processes (which learn of
-// releases only from the channel) their chance, every 32nd consecutive hand-off of a lock is an ordinary release.
+// The plain and fenced locks are contended between processes — inside one a sync.Mutex would do — so their
+// waiters are ordered on the server, not only in each client. When every waiting process learns of a release
+// from the lock's channel, each release wakes a waiter in every process: they all attempt, one wins, the others
+// sleep again — work that grows with the processes while the lock passes no faster, and the winner is whoever's
+// attempt arrives first. Instead, as in ZooKeeper's lock recipe and etcd's concurrency.Mutex, where each waiter
+// watches only its predecessor, a refused attempt also puts its caller in a queue kept beside the lock in its hash
+// slot (locksmith_lock_queue:{name} and locksmith_lock_timeout:{name}: this package's keys, which Redisson
+// neither reads nor writes), and the release script grants the lock to the head of that queue in the same step
+// and tells only that waiter's client, on the client's own channel (locksmith_lock__channel:{name}:<clientUUID>).
+// A hand-over costs one script and one message whatever process the next waiter lives in; nobody else wakes; and
+// waiters of different clients are served first come, first served. Within a client, a new waiter queues behind
+// the client's waiters without a command (the first holds the client's place on the server), and a release by
+// the client names its next waiter: when nobody of another client is queued, the script grants it directly — one
+// round trip, as in a single process before — and it may grant it before the queue's head at most 8 times in a
+// row, so that a process passes the lock among its own goroutines without waking another process, yet never
+// receives more than 9 consecutive grants while a waiter of another process waits before it.
+//
+// Waiters that die do not block the queue for long: each queued waiter attempts again every few seconds (a third
+// of a 5 s liveness window, or of its lease when shorter), which refreshes its entry's deadline on the server's
+// clock, and an entry whose deadline passed is dropped by the next script that looks at the head. A grant made to
+// a watchdog waiter by someone else's release applies a lease of that window (renewed a third of the way in), so a
+// grant to a waiter whose process just died keeps the lock at most 5 s; a lease waiter's grant applies its own
+// lease. A waiter that gives up takes its entry out, and gives back a grant made to it meanwhile. A grant message
+// that is lost (the subscription was down) costs the waiter at most its refresh interval: its next attempt finds
+// the hold and claims it. A client keeps a lock's subscriptions for a second after its last waiter left, since a
+// contended loop comes back at once.
+//
+// Clients that do not queue — a Redisson client on the same name — are excluded as before, and woken by the
+// unlock message whenever the lock becomes free for them. Since a busy queue may never let the lock go free, the
+// release frees it after every second of uninterrupted hand-overs (a client's run of direct grants alike) and
+// publishes the unlock message, and the queue's waiters then leave it alone for 5 ms: a Redisson waiter that acts
+// within 5 ms of its wake-up gets the lock within a second of contention, at a cost of 0.5 % of the queue's
+// throughput. Releases by Redisson clients, force unlocks and expiries publish or free the lock without serving the
+// queue; the head learns of them from the lock's channel (each client with waiters stays subscribed to it) or its
+// bound, and any attempt that finds the lock free with another waiter at the head hands it to that waiter first.
 //
 // A waiter whose context ends, or whose TryLock wait runs out, leaves the queue at once; if the lock was granted to
 // it in flight, it is released (permits are given back). Context errors are returned as they are
@@ -131,8 +163,9 @@
 // with INFO commandstats usec_per_call on redis-server 7.0.15 (BenchmarkReleaseServerCost: 200,000 releases at
 // pipeline depth 64, median of 5 runs): 4.5 µs of server time per conditional release, 8.2 µs for the latch scheme
 // and 5.0 µs for Redisson's release without retry safety; the latch scheme also keeps one key (about 146 bytes)
-// per release in memory until it expires. The hand-off script is retry-safe in the
-// same way (its grant does not count twice).
+// per release in memory until it expires. A plain release that grants the lock to the next waiter is retry-safe in
+// the same way: a retry finds the releasing owner gone and the named waiter holding the lock, and reports that
+// grant again without counting it twice.
 //
 // Acquires are not retried after an ambiguous failure (a grant would count twice). The call returns an
 // *OutcomeUnknownError (errors.Is ErrOutcomeUnknown, and the transport's error, conn.ErrConnLost), never
@@ -143,7 +176,13 @@
 // the server answers or the grant's lease has passed. A re-entry's release goes before the owner's later commands.
 // An owner pinned with WithOwner may hold the lock through other Clients, whose holds cannot be told from the
 // grant: it is left to its lease, and the Unlock that ends the owner's holds here returns a *StillHeldError if the
-// server holds more. Stats counts orphaned grants released and left to expire, the Observer reports each (Orphan).
+// server holds more. A hold whose Unlock failed on the transport is orphaned the same way and released in the
+// background. Stats counts orphaned grants released and left to expire, the Observer reports each (Orphan).
+//
+// Because a release is retried, Unlock takes no context and waits for its outcome: against a server that stops
+// answering, up to (RetryAttempts+1) × conn.Config.ResponseTimeout + RetryAttempts × RetryDelay, 12.6 s with the
+// defaults. A caller that must not wait that long bounds its own wait with the async form,
+// UnlockAsync(held).Get(ctx); the release goes on, and if it fails the lock ends with its lease.
 //
 // # The lock family
 //
@@ -167,8 +206,9 @@
 //     on the timer until then.
 //
 // Plain, fenced and write locks are exclusive, and new acquirers of this client queue behind the client's waiters
-// for them; a plain Lock's release hands the lock to a waiting plain Lock of the client (a fenced waiter needs its
-// token from its own script, and is woken instead).
+// for them. The plain and fenced locks share the server's queue of waiters (see "Waiting"); a release grants a
+// plain Lock's waiter the lock in the same step, and wakes a fenced waiter instead, which needs its token from its
+// own script.
 //
 // # Server clock
 //
@@ -240,10 +280,25 @@
 //
 // Costs: one WAIT per attempt, which blocks its connection on the server until the replicas answer (a round trip
 // to the replicas, about a millisecond on a LAN), so commands pipelined behind it wait too; keep SyncTimeout short.
-// The plain lock's hand-off is off (it grants inside the release script, where no WAIT can follow): a release
-// publishes and the woken waiter attempts itself, one more round trip per contended hand-over. Renewals and
+// A release does not grant the lock to the next waiter (it would grant inside the release script, where no WAIT
+// can follow): it frees the lock and wakes that waiter, which attempts itself — one more round trip per contended
+// hand-over. Renewals and
 // releases do not wait. A server or proxy without WAIT is detected from its first "unknown command" reply (one log
 // line from conn), after which acquires go out alone.
+//
+// # Redis permissions (ACL)
+//
+// A Redis user can be limited to what each object kind needs: docs/acl.md in the repository lists, for every kind,
+// the commands (the client's own and those its scripts call, which Redis checks against the calling user too), the
+// key patterns (the object's name and its auxiliary keys) and the channel patterns, measured against
+// redis-server 7 by a test that runs every operation of each kind as a user with exactly those rules.
+//
+// Pub/sub permission only makes waiting fast. A user without a channel, +publish or +subscribe still gets correct
+// results: scripts publish with redis.pcall, so a refused wake-up message never aborts a script after its writes,
+// and the operation (a release, a permit given back, a latch opening) reports its own outcome — Unlock returns nil
+// when the lock was released. The client hands the refused message to its own waiters, logs the first refusal of
+// each kind once, reports it to Observer.PubSubDenied, counts refused messages in Stats.PublishesRefused, and from
+// then on its waiters look again at least every second instead of waiting for messages.
 //
 // # Close
 //

@@ -15,26 +15,33 @@ import (
 // error replies as *resp.ServerError.
 var (
 	// ErrNotHeld is returned by Unlock when the owner in the context does not hold the lock (Redisson's
-	// IllegalMonitorStateException): another owner holds it, it was never taken, it expired, or it was force-unlocked.
-	// Unlock with the context the acquire returned, or pin the same owner with WithOwner.
+	// IllegalMonitorStateException): the context carries no owner or another one, or the lock was never taken by
+	// it. Unlock with the context the acquire returned, or pin the same owner with WithOwner. When the held context
+	// did hold the lock and lost it before the Unlock (it expired, or was force-unlocked), the error also matches
+	// ErrLockLost (or ErrLeaseExpired): there is nothing to release, but the work done under the lock may have
+	// overlapped another owner's.
 	ErrNotHeld = errors.New("rlock: the lock is not held by this owner; unlock with the context the acquire returned")
 
 	// ErrNotAcquired is returned by TryLock (and TryRun, and every Try call of the family) when the lock or the
 	// permits could not be taken within the wait time. It is never returned because a context ended: that returns
-	// the context's error.
+	// the context's error. The caller holds nothing: try again later, or wait longer.
 	ErrNotAcquired = errors.New("rlock: lock not acquired within the wait time")
 
 	// ErrLockLost is the cause (context.Cause) of a held context when a renewal found that the server no longer
 	// holds the lock for this owner (it expired while the client could not renew it, or was force-unlocked):
-	// another owner may hold it now. Stop working under the lock.
+	// another owner may hold it now. Stop working under the lock. Unlock of such a lock returns an error matching
+	// ErrLockLost (and ErrNotHeld): nothing was released, there was nothing left to release.
 	ErrLockLost = errors.New("rlock: lock lost: the server no longer holds it for this owner")
 
 	// ErrLeaseExpired is the cause of a held context when the lease ran out locally: no renewal was confirmed
 	// within the lease (the server was unreachable or slow), or a lease lock reached the end of its lease. The
-	// server may already have let another owner in. Stop working under the lock.
+	// server may already have let another owner in. Stop working under the lock. Unlock of such a lock returns an
+	// error matching ErrLeaseExpired (and ErrNotHeld) when the server no longer held it, and nil when it still did
+	// (the release then freed it).
 	ErrLeaseExpired = errors.New("rlock: lease expired: no confirmed renewal within the lease")
 
-	// ErrReleased is the cause of a held context once the lock was released by Unlock (its last hold) or Run.
+	// ErrReleased is the cause of a held context once the lock was released by Unlock (its last hold) or Run. It
+	// is not a failure: the lock went as asked, and work under it should have finished.
 	ErrReleased = errors.New("rlock: lock released")
 
 	// ErrClosed is returned by every call on a closed Client, fails every waiter pending at Close, and is the
@@ -43,7 +50,7 @@ var (
 
 	// ErrInvalidArgument is matched (errors.Is) by the *ArgumentError returned for bad input: an empty lock name,
 	// a negative or sub-millisecond lease, a negative wait, a malformed owner id, permits that are not positive.
-	// Nothing was sent to the server.
+	// Nothing was sent to the server. Fix the argument the error names; retrying cannot help.
 	ErrInvalidArgument = errors.New("rlock: invalid argument")
 
 	// ErrOtherClient is returned by every call of a Client's handles given a held context that another Client
@@ -83,9 +90,9 @@ var (
 	// reached. Bring masters back, or retry later.
 	ErrNoQuorum = errors.New("rlock: RedLock: a majority of the masters cannot be reached")
 
-	// ErrNotLock is matched (errors.Is) by the *NotLockError a Status call returns when the key under the lock's
-	// name exists but is not a lock (another type, or a hash whose fields are not hold counts): another program
-	// uses the name. Choose another lock name.
+	// ErrNotLock is matched (errors.Is) by the *NotLockError a lock's calls return when the key under the lock's
+	// name exists but is not a lock (another type, or, for Status, a hash whose fields are not hold counts):
+	// another program uses the name. Nothing was changed. Choose another lock name.
 	ErrNotLock = errors.New("rlock: the key exists and is not a lock")
 
 	// ErrNotReplicated is matched (errors.Is) by the *ReplicationError an acquire returns when Config.SyncReplicas
@@ -152,10 +159,15 @@ func (e *QuorumError) Unwrap() []error {
 	return errs
 }
 
-// NotLockError reports that the key under a lock's name is not a lock. It matches ErrNotLock.
+// NotLockError reports that the key under a lock's name is not a lock: Status found another type or a hash whose
+// fields are not hold counts, or an acquire, release or query was refused by the server with WRONGTYPE because the
+// key (or one of the lock's auxiliary keys, which share its name) holds another type. It matches ErrNotLock, and
+// through Unwrap the server's error reply when there was one. Nothing was changed on the server. Choose another
+// lock name, or delete the key if nothing else uses it.
 type NotLockError struct {
 	Name   string // the lock name (the key)
 	Detail string // what the key holds instead, such as "it holds a string"
+	Err    error  // the server's WRONGTYPE reply (a *resp.ServerError), or nil when Status read the key itself
 }
 
 // Error names the key and what it holds.
@@ -165,6 +177,39 @@ func (e *NotLockError) Error() string {
 
 // Is reports whether target is ErrNotLock.
 func (e *NotLockError) Is(target error) bool { return target == ErrNotLock }
+
+// Unwrap returns Err.
+func (e *NotLockError) Unwrap() error { return e.Err }
+
+// notLockError turns the server's WRONGTYPE reply to a command on the lock name's keys into a *NotLockError;
+// other errors are returned as they are.
+func notLockError(name string, err error) error {
+	if err == nil || !isServerError(err, "WRONGTYPE") {
+		return err
+	}
+	return &NotLockError{Name: name, Detail: "it or one of the lock's keys holds another type of value", Err: err}
+}
+
+// unlockLostError is what Unlock returns for a lock that was lost before it: the server no longer held it for
+// the owner. It matches the cause (ErrLockLost, or ErrLeaseExpired when the lease had run out locally first) and
+// ErrNotHeld, which Unlock returned for it before.
+type unlockLostError struct{ cause error }
+
+// Error says that the lock was lost before the Unlock, and why.
+func (e *unlockLostError) Error() string {
+	if e.cause == ErrLeaseExpired {
+		return "rlock: unlock of a lock whose lease had expired: the server no longer held it for this owner, " +
+			"another owner may have held it meanwhile (renewals could not get through, or a lease lock outlived its lease)"
+	}
+	return "rlock: unlock of a lost lock: the server no longer held it for this owner (it expired while renewals " +
+		"could not get through, or it was force-unlocked); another owner may have held it meanwhile"
+}
+
+// Is reports whether target is ErrNotHeld.
+func (e *unlockLostError) Is(target error) bool { return target == ErrNotHeld }
+
+// Unwrap returns the cause: ErrLockLost or ErrLeaseExpired.
+func (e *unlockLostError) Unwrap() error { return e.cause }
 
 // ReplicationError reports an acquire that was granted but whose grant too few replicas acknowledged (Config
 // SyncReplicas and SyncTimeout), on its last attempt. It matches ErrNotReplicated, and Err through Unwrap.

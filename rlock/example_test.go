@@ -4,37 +4,58 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-// exampleClient starts a throwaway redis-server and a client on it for an example (a real program connects to
-// its own Redis, as Example shows). stop closes both.
-func exampleClient() (c *rlock.Client, srv *redistest.Server, stop func()) {
-	srv, err := redistest.StartServer()
-	if err != nil {
-		panic(err)
+// exampleAddr is the Redis server the examples use: LOCKSMITH_REDIS_ADDR, else 127.0.0.1:6379. The package's
+// TestMain starts a throwaway redis-server and sets the variable, so that `go test` runs every example.
+func exampleAddr() string {
+	if addr := os.Getenv("LOCKSMITH_REDIS_ADDR"); addr != "" {
+		return addr
 	}
-	c, err = rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
-	if err != nil {
-		srv.Close()
-		panic(err)
-	}
-	return c, srv, func() { c.Close(); srv.Close() }
+	return "127.0.0.1:6379"
 }
 
-// A client, a lock, and the held context that reports what became of the lock.
-func Example() {
-	srv, err := redistest.StartServer() // a throwaway server: a real program connects to its own Redis
+// exampleClient connects a client for an example, as Example does in full; stop closes it. The examples' outputs
+// assume an empty keyspace: when LOCKSMITH_EXAMPLES_FLUSHALL is set (TestMain sets it for its own server only),
+// the server is emptied first.
+func exampleClient() (c *rlock.Client, stop func()) {
+	if os.Getenv("LOCKSMITH_EXAMPLES_FLUSHALL") != "" {
+		flushAll(exampleAddr())
+	}
+	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: exampleAddr()}})
 	if err != nil {
 		panic(err)
 	}
-	defer srv.Close()
+	return c, func() { c.Close() }
+}
 
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}})
+// flushAll empties the examples' throwaway server.
+func flushAll(addr string) {
+	cc, err := conn.New(conn.Config{Addr: addr})
+	if err != nil {
+		panic(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cc.Do(ctx, "FLUSHALL").Get(ctx); err != nil {
+		panic(err)
+	}
+}
+
+// A client, a lock, and the held context that reports what became of the lock. The server's address comes from
+// the environment here; a program has its own configuration.
+func Example() {
+	addr := os.Getenv("LOCKSMITH_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: addr}})
 	if err != nil {
 		panic(err)
 	}
@@ -60,7 +81,7 @@ func Example() {
 
 // Acquiring again with the held context re-enters the lock; each Unlock releases one hold.
 func ExampleLock_Lock_reentrant() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 
 	l := c.Lock("inventory")
@@ -79,7 +100,7 @@ func ExampleLock_Lock_reentrant() {
 
 // TryLock waits a bounded time; another owner holding the lock makes it return ErrNotAcquired.
 func ExampleLock_TryLock() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.Lock("report")
@@ -94,7 +115,7 @@ func ExampleLock_TryLock() {
 
 // The async API: LockAsync returns a future at once; waiting for it holds no goroutine of the library.
 func ExampleLock_LockAsync() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.Lock("batch")
@@ -114,7 +135,7 @@ func ExampleLock_LockAsync() {
 
 // Run is executeInLock: acquire, run, always release, return the function's error.
 func ExampleLock_Run() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	l := c.Lock("nightly-job")
 
@@ -133,7 +154,7 @@ func ExampleLock_Run() {
 // WithOwner pins the owner id, so that another goroutine (or a Java service using the same id) acts as the same
 // holder: here a second goroutine releases the lock the first one took.
 func ExampleWithOwner() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	l := c.Lock("handover")
 	job := rlock.WithOwner(context.Background(), "7")
@@ -146,4 +167,45 @@ func ExampleWithOwner() {
 	fmt.Println("released by the other goroutine:", <-done)
 	// Output:
 	// released by the other goroutine: <nil>
+}
+
+// Unlock waits for the server's answer, up to its retries' worst case against a server that stopped answering.
+// The async form bounds the caller's wait with a context instead: the release goes on in the background.
+func ExampleLock_UnlockAsync() {
+	c, stop := exampleClient()
+	defer stop()
+	l := c.Lock("report")
+	held, _ := l.Lock(context.Background())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if _, err := l.UnlockAsync(held).Get(ctx); err != nil {
+		// context.DeadlineExceeded: the outcome is unknown, the lock ends with its lease at the latest.
+		fmt.Println("unlock:", err)
+		return
+	}
+	fmt.Println("released:", context.Cause(held))
+	// Output:
+	// released: rlock: lock released
+}
+
+// The special TTLs are not lengths of time: FormatTTL (and LockStatus's String) print what they mean.
+func ExampleFormatTTL() {
+	c, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+	l := c.Lock("ttl")
+
+	ttl, _ := l.RemainTimeToLive(ctx)
+	fmt.Println(ttl, "=", rlock.FormatTTL(ttl))
+	held, _ := l.LockLease(ctx, time.Minute)
+	st, _ := l.Status(ctx)
+	fmt.Println(st.Locked, st.TTL > 59*time.Second)
+	_ = l.Unlock(held)
+	st, _ = l.Status(ctx)
+	fmt.Println(st)
+	// Output:
+	// -2ns = not locked
+	// true true
+	// "ttl" not locked
 }

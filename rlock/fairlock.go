@@ -184,9 +184,10 @@ func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) 
 	return l.lockAsync(ctx, "FairLock.TryLockAsync", wait, lease)
 }
 
-// Unlock releases one hold of the owner held carries; the last one deletes the lock and wakes the head waiter. It
-// waits for the server's answer (bounded by the transport's response timeout and retries) and returns ErrNotHeld
-// when the owner does not hold the lock. Safe for concurrent use.
+// Unlock releases one hold of the owner held carries; the last one deletes the lock and wakes the head waiter. It waits
+// for the server's answer (bounded by the transport's response timeout and retries) and returns ErrNotHeld when the
+// owner does not hold the lock. Its errors and its worst-case wait are Lock.Unlock's; bound the wait with
+// UnlockAsync(held).Get(ctx). Safe for concurrent use.
 func (l *FairLock) Unlock(held context.Context) error {
 	return l.unlockSync(held, "FairLock.Unlock")
 }
@@ -202,41 +203,70 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := inCallback(); err != nil {
 		return false, err
 	}
+	return l.ForceUnlockAsync(ctx).Get(ctx)
+}
+
+// ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
+func (l *FairLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
-		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
+		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
-func (l *FairLock) IsLocked(ctx context.Context) (bool, error) {
-	return l.isLocked(ctx, "FairLock.IsLocked").Get(ctx)
+func (l *FairLock) IsLocked(ctx context.Context) (bool, error) { return l.IsLockedAsync(ctx).Get(ctx) }
+
+// IsLockedAsync is the asynchronous form of IsLocked.
+func (l *FairLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
+	return l.isLocked(ctx, "FairLock.IsLocked")
 }
 
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FairLock) IsHeldBy(held context.Context) (bool, error) {
-	n, err := l.holdCount(held, "FairLock.IsHeldBy").Get(background)
-	return n > 0, err
+	return l.IsHeldByAsync(held).Get(background)
+}
+
+// IsHeldByAsync is the asynchronous form of IsHeldBy.
+func (l *FairLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
+	return future.Then(l.holdCount(held, "FairLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). Bounded like IsHeldBy.
 func (l *FairLock) HoldCount(held context.Context) (int, error) {
-	return l.holdCount(held, "FairLock.HoldCount").Get(background)
+	return l.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (l *FairLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return l.holdCount(held, "FairLock.HoldCount")
 }
 
 // QueueLength returns how many waiters are queued on the server (any client). It blocks until the server answers
 // or ctx ends.
 func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
+	return l.QueueLengthAsync(ctx).Get(ctx)
+}
+
+// QueueLengthAsync is the asynchronous form of QueueLength.
+func (l *FairLock) QueueLengthAsync(ctx context.Context) *future.Future[int] {
 	if err := l.checkCtx("FairLock.QueueLength", ctx); err != nil {
-		return 0, err
+		return future.Completed(0, err)
 	}
-	n, err := intReply(l.c.call(ctx, conn.Cmd{Args: []string{"LLEN", l.fkeys[1]}}).Get(ctx))
-	return int(n), err
+	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"LLEN", l.fkeys[1]}}), func(v resp.Value, err error) (int, error) {
+		n, err := intReply(v, err)
+		return int(n), err
+	})
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FairLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.remainTimeToLive(ctx, "FairLock.RemainTimeToLive").Get(ctx)
+	return l.RemainTimeToLiveAsync(ctx).Get(ctx)
+}
+
+// RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
+func (l *FairLock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Duration] {
+	return l.remainTimeToLive(ctx, "FairLock.RemainTimeToLive")
 }
 
 var _ lockRules = (*FairLock)(nil)

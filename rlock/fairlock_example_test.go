@@ -8,7 +8,7 @@ import (
 
 // A fair lock is granted in the order of the requests; a try without wait never queues.
 func ExampleFairLock() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.FairLock("report")

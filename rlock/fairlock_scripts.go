@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The fair lock's scripts, in Redisson's keyspace (RedissonFairLock):
 //
 //	lock      HASH <name>, field <clientUUID>:<ownerID> -> hold count, PEXPIRE = lease (the plain lock's layout)
@@ -40,7 +38,7 @@ local head0 = redis.call('lindex', KEYS[2], 0)
 local woken = nil
 local function wake(h, msg)
   if h and h ~= woken then
-    redis.call(publish, KEYS[4] .. ':' .. h, msg)
+    pub(KEYS[4] .. ':' .. h, msg)
     woken = h
   end
 end
@@ -173,8 +171,8 @@ wake(redis.call('lindex', KEYS[2], 0), ARGV[1])
 return n`
 
 var (
-	fairAcquireScript     = conn.NewScript(fairAcquireSrc)
-	fairReleaseScript     = conn.NewScript(fairReleaseSrc)
-	fairLeaveScript       = conn.NewScript(fairLeaveSrc)
-	fairForceUnlockScript = conn.NewScript(fairForceUnlockSrc)
+	fairAcquireScript     = newScript(fairAcquireSrc)
+	fairReleaseScript     = newScript(fairReleaseSrc)
+	fairLeaveScript       = newScript(fairLeaveSrc)
+	fairForceUnlockScript = newScript(fairForceUnlockSrc)
 )

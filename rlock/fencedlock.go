@@ -23,8 +23,6 @@ import (
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FencedLock struct {
 	lockObject
-	// keyArr holds the plain layout's keys (lockObject.keys) and, last, the token key: the acquire takes them all.
-	keyArr [numPlainKeys + 1]string
 }
 
 // Fence is the result of an acquire of a FencedLock: the held context and this acquire's token.
@@ -38,9 +36,6 @@ type Fence struct {
 func (c *Client) FencedLock(name string) *FencedLock {
 	l := &FencedLock{}
 	l.lockObject = c.newLockObject(name, kindPlain, l)
-	plainKeys((*[numPlainKeys]string)(l.keyArr[:numPlainKeys]), name)
-	l.keyArr[numPlainKeys] = prefixName(lockTokenPrefix, name)
-	l.keys = l.keyArr[:numPlainKeys]
 	return l
 }
 
@@ -51,7 +46,9 @@ func (l *FencedLock) Name() string { return l.name }
 
 func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
 	c := l.c
-	return fencedAcquireScript, l.keyArr[:], []string{lc.leaseArg(), lc.owner, lc.entryArg(), queueLivenessArg,
+	k := plainKeys(l.name)
+	return fencedAcquireScript, append(k[:], prefixName(lockTokenPrefix, l.name)), []string{lc.leaseArg(),
+		lc.owner, lc.entryArg(), queueLivenessArg,
 		lc.claimArg(), lc.nonceArg(), c.pub}
 }
 
@@ -63,7 +60,7 @@ func (l *FencedLock) decode(v resp.Value, err error) outcome {
 }
 
 // channel: its waiters queue with the plain lock's on the same name (one channel, one queue)...
-func (l *FencedLock) channel(*lockCall) string { return l.keys[1] }
+func (l *FencedLock) channel(*lockCall) string { return channelName(l.name) }
 
 // ... but take no hand-off: a grant must come with a token, from their own script.
 func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.serverQueue = wakeOne, true }
@@ -164,10 +161,10 @@ func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration
 	return l.async(ctx, "FencedLock.TryLockAsync", wait, lease)
 }
 
-// Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock
-// message (or hands the lock to a waiting plain Lock of this client). It waits for the server's answer (bounded by
-// the transport's response timeout and retries) and returns ErrNotHeld when the owner does not hold the lock. Safe
-// for concurrent use.
+// Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock message
+// (or hands the lock to a waiting plain Lock of this client). It waits for the server's answer (bounded by the
+// transport's response timeout and retries) and returns ErrNotHeld when the owner does not hold the lock. Its errors
+// and its worst-case wait are Lock.Unlock's; bound the wait with UnlockAsync(held).Get(ctx). Safe for concurrent use.
 func (l *FencedLock) Unlock(held context.Context) error {
 	return l.unlockSync(held, "FencedLock.Unlock")
 }
@@ -186,7 +183,7 @@ func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
 	if err := l.checkCtx("FencedLock.Token", ctx); err != nil {
 		return future.Completed(int64(0), err)
 	}
-	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", l.keyArr[numPlainKeys]}}), intReply)
+	return future.Then(l.c.call(ctx, conn.Cmd{Args: []string{"GET", prefixName(lockTokenPrefix, l.name)}}), intReply)
 }
 
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message; it reports whether there was a
@@ -195,32 +192,57 @@ func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := inCallback(); err != nil {
 		return false, err
 	}
+	return l.ForceUnlockAsync(ctx).Get(ctx)
+}
+
+// ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
+func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
-		conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}}).Get(ctx)
+		conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
+			Args: []string{unlockMessage, l.c.pub}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
 func (l *FencedLock) IsLocked(ctx context.Context) (bool, error) {
-	return l.isLocked(ctx, "FencedLock.IsLocked").Get(ctx)
+	return l.IsLockedAsync(ctx).Get(ctx)
+}
+
+// IsLockedAsync is the asynchronous form of IsLocked.
+func (l *FencedLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
+	return l.isLocked(ctx, "FencedLock.IsLocked")
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (l *FencedLock) HoldCount(held context.Context) (int, error) {
-	return l.holdCount(held, "FencedLock.HoldCount").Get(background)
+	return l.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (l *FencedLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return l.holdCount(held, "FencedLock.HoldCount")
 }
 
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
-	n, err := l.holdCount(held, "FencedLock.IsHeldBy").Get(background)
-	return n > 0, err
+	return l.IsHeldByAsync(held).Get(background)
+}
+
+// IsHeldByAsync is the asynchronous form of IsHeldBy.
+func (l *FencedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
+	return future.Then(l.holdCount(held, "FencedLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FencedLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.remainTimeToLive(ctx, "FencedLock.RemainTimeToLive").Get(ctx)
+	return l.RemainTimeToLiveAsync(ctx).Get(ctx)
+}
+
+// RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
+func (l *FencedLock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Duration] {
+	return l.remainTimeToLive(ctx, "FencedLock.RemainTimeToLive")
 }
 
 var _ lockRules = (*FencedLock)(nil)

@@ -9,7 +9,7 @@ import (
 // Every acquire of a fenced lock returns a larger token; a resource that refuses tokens older than the newest it
 // saw refuses a holder whose lease ended while it was paused.
 func ExampleFencedLock() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.FencedLock("ledger")

@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The fenced lock's scripts, in Redisson's keyspace (RedissonFencedLock): the plain lock's HASH, channel and queue
 // (lockqueue_scripts.go), plus
 //
@@ -45,4 +43,4 @@ return {n, token}`
 // The fenced lock releases and force-unlocks with the plain lock's scripts (releaseSrc, deletePublishSrc): same
 // hash, same channel.
 
-var fencedAcquireScript = conn.NewScript(fencedAcquireSrc)
+var fencedAcquireScript = newScript(fencedAcquireSrc)

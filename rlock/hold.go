@@ -56,7 +56,7 @@ type holdKey struct{ name, field string }
 // hold is one lock held by one owner through this client, whatever the kind of lock: Redisson's ExpirationEntry,
 // and the held context the acquire returned (the hold is that context: see Err).
 //
-// Memory is the point of its layout (issue 5: at most 0.5 KB of client heap per held watchdog lock). A held lock
+// Memory is the point of its layout (the requirement: at most 0.5 KB of client heap per held watchdog lock). A held lock
 // costs this struct (128 bytes: keep it there), the owner string, one timer.Timeout (64 B) and a map entry; no
 // goroutine, and no channel or cancel context until someone asks the held context for them (Done, context.Cause,
 // a context derived from it: see canceller), which then costs the context.WithCancelCause pair made over the hold
@@ -287,7 +287,7 @@ func (c *Client) dropAll(sh *shard, name string, kinds ...holdKind) {
 // observer and the log.
 func (c *Client) lost(h *hold, cause error) {
 	h.cancel(cause)
-	c.obs.Lost(LostEvent{Name: h.name, Owner: h.owner, Cause: cause})
+	c.obs.Lost(LostEvent{Name: h.name, Owner: h.owner, Cause: cause, Ctx: h})
 	c.log.Warn("rlock: lock no longer held", "lock", h.name, "owner", h.owner, "cause", cause)
 }
 

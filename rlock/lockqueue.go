@@ -70,10 +70,11 @@ func (lc *lockCall) initQueueCall(own owner) {
 	lc.wakeOnly = lc.lo.rules != nil || c.synced()
 }
 
-// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, which is never queued.
+// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, or a call that waits without
+// a place in the queue, which are never queued.
 func (lc *lockCall) entryArg() string {
 	switch {
-	case lc.noWait:
+	case lc.noWait || !lc.serverQueue:
 		return ""
 	case lc.wakeOnly:
 		return wakeEntryArg
@@ -217,7 +218,8 @@ func (q *queue) deliverLocked(nonce uint64, digits string, granted bool) (*waite
 			w.again = false
 			w.beginAttemptLocked()
 			return w, false
-		case wAttempting:
+		case wAttempting, wGranting:
+			// Learnt when the attempt's reply, or the reply of the release that names it, comes.
 			if granted {
 				w.grantMsg = true
 			} else {
@@ -259,38 +261,47 @@ func (lc *lockCall) grantedByOther() outcome {
 func (lc *lockCall) leave(later bool) {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
-	ran := false // an attempt whose reply was lost may have run (and released a grant)
+	ran := false   // an attempt whose reply was lost may have run (and released a grant)
+	c.leaves.add() // Close waits for the leaves in flight, so that a closing process leaves no entry behind
 	var try func()
 	try = func() {
-		c.conn.Eval(background, leaveScript, lc.lo.keys, lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
+		k := plainKeys(lc.lo.name)
+		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
 			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
 			if err == nil {
-				if v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
+				if v = c.published(lc.sh, lc.lo.name, v); v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
 					c.orphanSettled(lc.lo.name, lc.owner, true, nil) // a grant made to it was released
 				}
+				c.leaves.done()
 				return
 			}
 			ran = ran || errors.Is(err, conn.ErrConnLost)
 			if c.closed.Load() {
+				c.leaves.done()
 				return
 			}
 			if c.now() >= give {
 				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
 					"lock", lc.lo.name, "owner", lc.owner, "err", err)
 				c.orphanSettled(lc.lo.name, lc.owner, false, err) // a grant to it, if any, too
+				c.leaves.done()
 				return
 			}
 			c.after(c.cfg.RetryDelay, func(closed bool) {
-				if !closed {
-					try()
+				if closed {
+					c.leaves.done()
+					return
 				}
+				try()
 			})
 		})
 	}
 	if !later || !c.after(c.cfg.RetryDelay, func(closed bool) {
-		if !closed {
-			try()
+		if closed {
+			c.leaves.done()
+			return
 		}
+		try()
 	}) {
 		try()
 	}
@@ -339,10 +350,22 @@ func (lc *lockCall) resumeAfterRelease() {
 		lc.fail(err)
 		return
 	}
+	if w.grantMsg {
+		// Granted by someone else's release while this client's release named it (after its last refused attempt).
+		w.grantMsg = false
+		w.state = wAttempting
+		sh.mu.Unlock()
+		lc.settle(lc.grantedByOther(), false)
+		return
+	}
 	w.state = wIdle
 	attempt := false
 	now := sh.c.now()
 	switch {
+	case w.again:
+		w.again = false
+		w.beginAttemptLocked()
+		attempt = true
 	case w.queued:
 		w.armLocked(lc.refreshEvery())
 	case w.q != nil && w.q.holdBack > now:

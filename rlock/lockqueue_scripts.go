@@ -1,10 +1,6 @@
 package rlock
 
-import (
-	"strconv"
-
-	"github.com/locksmith-go/locksmith/conn"
-)
+import "strconv"
 
 // The plain lock's scripts. The lock itself is Redisson's (see scripts.go); beside it, in its hash slot, this
 // package keeps a queue of the waiters of every client, so that a release passes the lock to the waiter that came
@@ -33,7 +29,9 @@ import (
 
 // queueClockLua defines the functions the queued paths share. clock() reads the server's time in Unix
 // milliseconds once per script (TIME, under effects replication: see the fair lock's scripts), live() drops from
-// the head of the queue every entry whose deadline passed and returns the first live one (nil when none is left).
+// the head of the queue every entry whose deadline passed and returns the first live one (nil when none is left);
+// a waiter that becomes the head so while the lock is held is nudged (nudge: told to attempt), so that it learns
+// it is the head and waits for the lock's expiry, not only for its refresh.
 // When the queue empties (emptied), the ':chain' and ':gap' members go, and the grant records that may remain in
 // the deadline set (see queueHandOverLua) expire with it after markerMillis unless the queue fills again first
 // (an entry queued into an empty queue makes the set persistent again).
@@ -52,8 +50,17 @@ local function emptied()
     redis.call('pexpire', KEYS[4], ` + markerMillis + `)
   end
 end
+local function parse(e)
+  local k, l, n, o = string.match(e, '^([gw])(%d+):(%d+):(.+)$')
+  return k, l, n, o, string.match(o, '^(.*):')
+end
+local function nudge(e)
+  local k, l, n, o, u = parse(e)
+  pub(KEYS[5] .. ':' .. u, 'w' .. n)
+end
 local function live()
   clock()
+  local dropped = false
   while true do
     local e = redis.call('lindex', KEYS[3], 0)
     if not e then
@@ -61,14 +68,14 @@ local function live()
       return nil
     end
     local d = redis.call('zscore', KEYS[4], e)
-    if d and tonumber(d) > now and string.match(e, '^[gw]%d+:%d+:.+:') then return e end
+    if d and tonumber(d) > now and string.match(e, '^[gw]%d+:%d+:.+:') then
+      if dropped and redis.call('exists', KEYS[1]) == 1 then nudge(e) end
+      return e
+    end
     redis.call('lpop', KEYS[3])
     redis.call('zrem', KEYS[4], e)
+    dropped = true
   end
-end
-local function parse(e)
-  local k, l, n, o = string.match(e, '^([gw])(%d+):(%d+):(.+)$')
-  return k, l, n, o, string.match(o, '^(.*):')
 end
 local function dequeue(e)
   redis.call('lpop', KEYS[3])
@@ -98,7 +105,7 @@ local function handOver(e, mine)
     grant(o, l, n)
     if u == mine then return true, n end
   end
-  redis.call(publish, KEYS[5] .. ':' .. u, k .. n)
+  pub(KEYS[5] .. ':' .. u, k .. n)
   return k == 'g', false
 end
 `
@@ -128,7 +135,7 @@ const queuePassOnLua = `local function passOn(mine, nxt)
       grant(nxt.o, nxt.l, nxt.n)
       return nxt.n
     end
-    redis.call(publish, KEYS[2], '0')
+    pub(KEYS[2], '0')
     return 1
   end
   local chain = redis.call('zscore', KEYS[4], ':chain')
@@ -138,9 +145,9 @@ const queuePassOnLua = `local function passOn(mine, nxt)
     redis.call('del', KEYS[1])
     redis.call('zrem', KEYS[4], ':chain')
     redis.call('zadd', KEYS[4], now + ` + gapMillis + `, ':gap')
-    redis.call(publish, KEYS[2], '0')
+    pub(KEYS[2], '0')
     local k, l, n, o, u = parse(head)
-    redis.call(publish, KEYS[5] .. ':' .. u, 'w' .. n)
+    pub(KEYS[5] .. ':' .. u, 'w' .. n)
     return 1
   end
   redis.call('del', KEYS[1])
@@ -208,11 +215,11 @@ const entryLua = `(ARGV[3] .. ':' .. (ARGV[6] ~= '' and ARGV[6] or string.match(
 // grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim
 // the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[5].
 func queuedAcquireSrc(grant, claim string) string {
-	return publishLua + `if redis.call('exists', KEYS[1]) == 0 then
-  if redis.call('exists', KEYS[3]) == 0 then
+	return publishLua + `local taken = redis.call('exists', KEYS[1], KEYS[3])
+if taken == 0 then
 ` + grant + `
-  end
-elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if ARGV[5] == '1' then
     if ` + grantedLua + ` then
 ` + claim + `
@@ -221,7 +228,7 @@ elseif redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     redis.call('zrem', KEYS[4], ` + entryLua + `)
   end
 ` + grant + `
-elseif ARGV[3] == '' then
+elseif ARGV[3] == '' and (taken == 2 or redis.call('exists', KEYS[3]) == 0) then
   return redis.call('pttl', KEYS[1])
 end
 ` + queueClockLua + queueHandOverLua + `local head = live()
@@ -298,7 +305,7 @@ end
     redis.call('pexpire', KEYS[1], string.match(ARGV[6], '^%a(%d+)$'))
     return n
   end
-  redis.call(publish, KEYS[2], ARGV[4])
+  pub(KEYS[2], ARGV[4])
   return 1
 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[4], ':g:' .. ARGV[1])
@@ -314,8 +321,9 @@ return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 // leaveSrc takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
 // of the queue. When the lock was granted to it meanwhile (grantedLua), the grant's hold is given back: one hold
 // of the owner (other calls sharing the owner may have re-entered it), released as a last hold is when it was the
-// last (passOn). When the leaver was the head and the lock is free, the new head is served. Safe to send again: a
-// second run finds nothing to do.
+// last (passOn). When the leaver was the head, the new head is served if the lock is free, and nudged otherwise
+// (it learns that it is the head, and so waits for the lock's expiry). Safe to send again: a second run finds
+// nothing to do.
 //
 //	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
 //	ARGV[1] unused (the lease: the arguments are the acquire's, so that an attempt's arguments serve both)
@@ -327,7 +335,8 @@ return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: 2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither.
-const leaveSrc = publishLua + queueClockLua + queueHandOverLua + queuePassOnLua + `local removed = redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
+const leaveSrc = publishLua + queueClockLua + queueHandOverLua + queuePassOnLua + `local wasHead = redis.call('lindex', KEYS[3], 0) == ` + entryLua + `
+local removed = redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
 if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 and ` + grantedLua + ` then
   if tonumber(redis.call('hget', KEYS[1], ARGV[2])) > 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], -1)
@@ -338,11 +347,12 @@ if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) =
 end
 redis.call('zrem', KEYS[4], ` + entryLua + `)
 local head = live()
-if head and redis.call('exists', KEYS[1]) == 0 and
-    tonumber(redis.call('zscore', KEYS[4], ':gap') or 0) <= now then
-  handOver(head, '')
+if head and redis.call('exists', KEYS[1]) == 0 then
+  if tonumber(redis.call('zscore', KEYS[4], ':gap') or 0) <= now then handOver(head, '') end
+elseif head and wasHead then
+  nudge(head)
 end
 if removed > 0 then return 1 end
 return 0`
 
-var leaveScript = conn.NewScript(leaveSrc)
+var leaveScript = newScript(leaveSrc)

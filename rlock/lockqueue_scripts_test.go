@@ -63,7 +63,7 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 		t.Fatalf("queue length %d after a refresh", n)
 	}
 
-	grantsC := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerC)))
+	grantsC := srv.subscribe(grantChannel("lock", uuidOf(ownerC)))
 	unlocks := srv.subscribe(keys[keyChannel])
 	// A releases: C gets the lock in the same step, with its entry's lease, and is told on its client's channel.
 	wantInt(t, "release to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
@@ -80,7 +80,7 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 	wantBulk(t, "C claims", queueAttempt(srv, "lock", ownerC, g, true), "1")
 
 	// C releases: B's client is the releasing one? No: C's. B is told on its own client's channel.
-	grantsA := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerA)))
+	grantsA := srv.subscribe(grantChannel("lock", uuidOf(ownerA)))
 	wantInt(t, "release to B", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 2)
 	if _, got := grantsA.message(); got != "g2" {
 		t.Fatalf("B's client was told %q", got)
@@ -97,12 +97,11 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 
 func TestReleaseToAWaiterOfTheSameClientAnswersItsNonce(t *testing.T) {
 	srv := newScriptServer(t)
-	keys := plainKeysOf("lock")
-	grants := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerA)))
+	grants := srv.subscribe(grantChannel("lock", uuidOf(ownerA)))
 	queueAttempt(srv, "lock", ownerA, "g10000", false)
 	queueAttempt(srv, "lock", ownerB, "g10000", false)
 	wantBulk(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), "2") // B's nonce: its id
-	grants.quiet(grantChannel(keys[keyGrants], uuidOf(ownerA)))                    // the reply said it
+	grants.quiet(grantChannel("lock", uuidOf(ownerA)))                             // the reply said it
 	if m := srv.hash("lock"); m[ownerB] != "1" {
 		t.Fatalf("after the release: %v", m)
 	}
@@ -111,7 +110,7 @@ func TestReleaseToAWaiterOfTheSameClientAnswersItsNonce(t *testing.T) {
 func TestAWaiterThatMustTakeTheLockItselfIsWokenNotGranted(t *testing.T) {
 	srv := newScriptServer(t)
 	keys := plainKeysOf("lock")
-	grants := srv.subscribe(grantChannel(keys[keyGrants], uuidOf(ownerC)))
+	grants := srv.subscribe(grantChannel("lock", uuidOf(ownerC)))
 	queueAttempt(srv, "lock", ownerA, "g10000", false)
 	queueAttempt(srv, "lock", ownerC, wakeEntryArg, false)
 	wantInt(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 1)

@@ -307,7 +307,6 @@ type multiAcq struct {
 	s        *multiSet
 	p        future.Promise[context.Context]
 	ctx      context.Context
-	prev     *multiHold // re-entry: the set held already
 	wait     time.Duration
 	lease    time.Duration
 	start    time.Time
@@ -493,6 +492,14 @@ func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) (context
 	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "LockLease", -1, lease) })
 }
 
+// LockLeaseAsync is the asynchronous form of LockLease.
+func (m *MultiLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
+	if err := leaseFormError("MultiLock.LockLeaseAsync", lease); err != nil {
+		return future.Completed[context.Context](nil, err)
+	}
+	return m.acquire(ctx, "LockLeaseAsync", -1, lease)
+}
+
 // TryLock takes every lock within wait (0: one attempt each) with lease (0: the watchdog). It returns
 // ErrNotAcquired when a lock could not be taken in time (the others are released), ctx's error when ctx ended,
 // and otherwise the first error, naming its lock.
@@ -515,7 +522,8 @@ func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration)
 
 // Unlock releases every lock (one hold each) in parallel and returns the failures joined (errors.Is finds
 // ErrNotHeld, a transport error...), each naming its lock; every lock is attempted. ErrNotHeld alone when held is
-// not a held context of this MultiLock. It waits for every answer.
+// not a held context of this MultiLock. It waits for every answer, each as long as Lock.Unlock may (the locks are
+// released in parallel); bound the wait with UnlockAsync(held).Get(ctx).
 func (m *MultiLock) Unlock(held context.Context) error {
 	if err := inCallback(); err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 
 // Several locks taken as one: all of them, or none.
 func ExampleMultiLock() {
-	c, srv, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	m := rlock.NewMultiLock(c.Lock("account:1"), c.Lock("account:2"))
@@ -18,10 +18,11 @@ func ExampleMultiLock() {
 	if err != nil {
 		panic(err)
 	}
-	n, _ := srv.DoInt(ctx, "EXISTS", "account:1", "account:2")
-	fmt.Println("locks held:", n)
+	first, _ := c.Lock("account:1").IsLocked(ctx)
+	second, _ := c.Lock("account:2").IsLocked(ctx)
+	fmt.Println("locks held:", first, second)
 	fmt.Println("unlock:", m.Unlock(held))
 	// Output:
-	// locks held: 2
+	// locks held: true true
 	// unlock: <nil>
 }

@@ -65,10 +65,12 @@ const (
 	numPlainKeys
 )
 
-// plainKeys fills keys with the plain lock's key names for the lock name: the lock, its unlock channel, its queue,
-// the queue's deadlines and the prefix of its grant channels. The names after the lock share one allocation (a
-// handle is often made per call).
-func plainKeys(keys *[numPlainKeys]string, name string) {
+// plainKeys returns the plain lock's key names for the lock name: the lock, its unlock channel, its queue, the
+// queue's deadlines and the prefix of its grant channels — what every plain-lock script takes, so that a Redis
+// Cluster routes them together and redirects them together while the slot migrates. They are made for each call,
+// in one allocation (the names after the lock share it), rather than kept with each handle (a held lock keeps
+// nothing but its name): the caller keeps the array on its stack (conn encodes the keys at once).
+func plainKeys(name string) (keys [numPlainKeys]string) {
 	prefixes := [...]string{lockChannelPrefix, lockQueuePrefix, lockTimeoutPrefix, lockGrantPrefix}
 	braces := !strings.Contains(name, "{")
 	n := 0
@@ -100,10 +102,11 @@ func plainKeys(keys *[numPlainKeys]string, name string) {
 		keys[keyChannel+i] = all[start:end]
 		start = end
 	}
+	return keys
 }
 
-// grantChannel is the grant channel of client id on the lock whose grant-channel prefix is prefix.
-func grantChannel(prefix, id string) string { return prefix + ":" + id }
+// grantChannel is the grant channel of client id on the lock name.
+func grantChannel(name, id string) string { return prefixName(lockGrantPrefix, name) + ":" + id }
 
 // channelName returns the unlock channel of a lock (plain, fenced, fair): redisson_lock__channel:{name}.
 func channelName(name string) string { return prefixName(lockChannelPrefix, name) }

@@ -117,6 +117,7 @@ func (o *orphanRelease) onReply(v resp.Value, err error) {
 		c.orphanSettled(o.name, o.owner, false, c.mapErr(err))
 		return
 	}
+	v = c.published(nil, o.name, v)
 	released := releaseFound(v)
 	partial := v
 	if v.Type == resp.Array && len(v.Elems) == 2 {

@@ -64,7 +64,7 @@ func (lc *lockCall) releaseLostGrant() {
 		return
 	}
 	h.count++ // the grant, if it was made; the release takes it back
-	op := &unlockOp{c: c, sh: sh, kind: h.kind, owner: h.owner, keys: c.releaseKeys(h.kind, h.name, h.owner),
+	op := &unlockOp{c: c, sh: sh, kind: h.kind, owner: h.owner, name: h.name,
 		from: expectLostGrantUnsent}
 	if sh.busyLocked(h) {
 		s := sh.serialOfLocked(h.key())

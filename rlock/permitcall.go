@@ -83,6 +83,9 @@ func (pc *permitCall[T]) send() {
 }
 
 func (pc *permitCall[T]) onReply(v resp.Value, err error) {
+	if err == nil {
+		v = pc.sh.c.published(pc.sh, "", v)
+	}
 	o, val := pc.spec.decode(v, err)
 	pc.v = val
 	pc.settle(o, false)

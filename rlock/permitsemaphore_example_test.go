@@ -11,7 +11,7 @@ import (
 
 // Permits with ids and leases: a permit whose holder vanished comes back when its lease ends.
 func ExamplePermitExpirableSemaphore() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	s := c.PermitExpirableSemaphore("workers")

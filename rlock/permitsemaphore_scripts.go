@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The permit-expirable semaphore's scripts, in Redisson's keyspace (RedissonPermitExpirableSemaphore):
 //
 //	permits  STRING <name>: the number of available permits
@@ -24,7 +22,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local expired = redis.call('zremrangebyscore', KEYS[2], 0, now)
 if expired > 0 then
   local v = redis.call('incrby', KEYS[1], expired)
-  if v > 0 then redis.call(publish, KEYS[3], v) end
+  if v > 0 then pub(KEYS[3], v) end
 end
 `
 
@@ -70,7 +68,7 @@ for i = 1, #ARGV do
 end
 if removed > 0 then
   local v = redis.call('incrby', KEYS[1], removed)
-  redis.call(publish, KEYS[3], v)
+  pub(KEYS[3], v)
 end
 return removed`
 
@@ -107,7 +105,7 @@ return {tonumber(v), redis.call('zcard', KEYS[2])}`
 // Reply: 1 = set; 0 = already set.
 const pesTrySetSrc = publishLua + `if redis.call('exists', KEYS[1]) == 1 then return 0 end
 redis.call('set', KEYS[1], ARGV[1])
-redis.call(publish, KEYS[3], ARGV[1])
+pub(KEYS[3], ARGV[1])
 return 1`
 
 // pesAddSrc adds n permits (n may be negative) and publishes the new number available when it grew.
@@ -118,14 +116,14 @@ return 1`
 //
 // Reply: the number available afterwards.
 const pesAddSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
-if tonumber(ARGV[1]) > 0 then redis.call(publish, KEYS[3], v) end
+if tonumber(ARGV[1]) > 0 then pub(KEYS[3], v) end
 return v`
 
 var (
-	pesAcquireScript     = conn.NewScript(pesAcquireSrc)
-	pesReleaseScript     = conn.NewScript(pesReleaseSrc)
-	pesUpdateLeaseScript = conn.NewScript(pesUpdateLeaseSrc)
-	pesAvailableScript   = conn.NewScript(pesAvailableSrc)
-	pesTrySetScript      = conn.NewScript(pesTrySetSrc)
-	pesAddScript         = conn.NewScript(pesAddSrc)
+	pesAcquireScript     = newScript(pesAcquireSrc)
+	pesReleaseScript     = newScript(pesReleaseSrc)
+	pesUpdateLeaseScript = newScript(pesUpdateLeaseSrc)
+	pesAvailableScript   = newScript(pesAvailableSrc)
+	pesTrySetScript      = newScript(pesTrySetSrc)
+	pesAddScript         = newScript(pesAddSrc)
 )

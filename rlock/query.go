@@ -9,13 +9,27 @@ import (
 	"github.com/locksmith-go/locksmith/resp"
 )
 
-// Special results of RemainTimeToLive, as Redis's PTTL reports them.
+// Special results of RemainTimeToLive (and LockStatus.TTL), as Redis's PTTL reports them. They are not lengths of
+// time: compare with them before using a TTL as one, and print a TTL with FormatTTL (fmt prints these two as
+// "-2ns" and "-1ns").
 const (
 	// TTLNoKey means the lock does not exist (PTTL -2): nobody holds it.
 	TTLNoKey time.Duration = -2
 	// TTLNoExpiry means the key exists without an expiry (PTTL -1): not written by a lock client.
 	TTLNoExpiry time.Duration = -1
 )
+
+// FormatTTL returns a RemainTimeToLive result as text that says what it means: "not locked" for TTLNoKey, "no
+// expiry" for TTLNoExpiry, and the duration's String otherwise ("29.5s"). It does not block.
+func FormatTTL(ttl time.Duration) string {
+	switch ttl {
+	case TTLNoKey:
+		return "not locked"
+	case TTLNoExpiry:
+		return "no expiry"
+	}
+	return ttl.String()
+}
 
 // ForceUnlock deletes the lock whoever holds it and publishes the unlock message, as Redisson's forceUnlock. It
 // reports whether there was a lock to delete. The holds this client had on it stop being renewed at once and their
@@ -31,7 +45,8 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *Lock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
-	return l.forceUnlock(ctx, "ForceUnlock", conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{unlockMessage, l.c.pub}})
+	return l.forceUnlock(ctx, "ForceUnlock", conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
+		Args: []string{unlockMessage, l.c.pub}})
 }
 
 // IsLocked reports whether anyone holds the lock (EXISTS). It blocks until the server answers or ctx ends.
@@ -92,7 +107,7 @@ func (lo *lockObject) forceUnlock(ctx context.Context, op string, cmd conn.Cmd) 
 	lo.c.dropAll(lo.sh, lo.name, kinds...)
 	return future.Then(lo.c.call(ctx, cmd), func(v resp.Value, err error) (bool, error) {
 		n, err := intReply(v, err)
-		return n == 1, err
+		return n == 1, notLockError(lo.name, err)
 	})
 }
 
@@ -120,7 +135,7 @@ func (lo *lockObject) holdCount(held context.Context, op string) *future.Future[
 	return future.Then(lo.c.call(background, conn.Cmd{Args: []string{"HGET", lo.name, lo.kind.field(own.id)}}),
 		func(v resp.Value, err error) (int, error) {
 			n, err := intReply(v, err)
-			return int(n), err
+			return int(n), notLockError(lo.name, err)
 		})
 }
 

@@ -39,7 +39,9 @@ type queue struct {
 	subscribed bool               // the subscriptions were confirmed, or failed and waiters rely on their bounds
 	dead       bool               // removed from the shard: a late subscription is closed at once
 
-	// A lock queue's (plain and fenced locks) second subscription: this client's grant channel of the lock.
+	// A lock queue's (plain and fenced locks): the lock's name, which keys it in its shard's lockQueues, and its
+	// second subscription, this client's grant channel of the lock.
+	lockName   string             // "" for other objects
 	grantKey   string             // "" for other objects
 	grantSub   *conn.Subscription // nil until confirmed
 	subsToGo   int8               // subscriptions not confirmed yet
@@ -82,14 +84,21 @@ const (
 // whether the caller must subscribe (after releasing the shard mutex).
 func (c *Client) joinLocked(w *waiter) (q *queue, subscribe bool) {
 	sh := w.sh
-	if key := w.call.channel(); key == "" {
+	key, byName := w.queueKey()
+	m := sh.queues
+	if byName {
+		m = sh.lockQueues
+	}
+	if key == "" {
 		q = sh.sleepers
-	} else if q = sh.queues[key]; q == nil {
+	} else if q = m[key]; q == nil {
 		q = &queue{c: c, sh: sh, key: key, rule: w.rule}
-		if w.serverQueue {
-			q.grantKey = grantChannel(w.call.(*lockCall).lo.keys[keyGrants], c.id)
+		if byName {
+			// A plain-layout lock's queue: subscribed to the lock's unlock channel and to this client's grant
+			// channel, both made once per queue.
+			q.lockName, q.key, q.grantKey = key, channelName(key), grantChannel(key, c.id)
 		}
-		sh.queues[key] = q
+		m[key] = q
 		subscribe = true
 	} else if q.linger != nil {
 		q.linger.Cancel()
@@ -144,8 +153,12 @@ func (q *queue) killLocked() {
 		q.linger.Cancel()
 		q.linger = nil
 	}
-	if q.sh.queues[q.key] == q {
-		delete(q.sh.queues, q.key)
+	m, k := q.sh.queues, q.key
+	if q.lockName != "" {
+		m, k = q.sh.lockQueues, q.lockName
+	}
+	if m[k] == q {
+		delete(m, k)
 	}
 }
 
@@ -353,8 +366,13 @@ func (c *Client) subscribeOne(q *queue, key string, handler func(conn.Message), 
 		if err == nil || c.closed.Load() {
 			return
 		}
-		c.log.Warn("rlock: cannot subscribe to the channel; waiters retry at their bounds until it works",
-			"channel", key, "err", err)
+		delay := c.cfg.RetryDelay
+		if c.subscribeRefused("", key, err) {
+			delay = max(delay, pubSubDeniedRetry) // logged once: the ACL is not fixed by asking again at once
+		} else {
+			c.log.Warn("rlock: cannot subscribe to the channel; waiters retry at their bounds until it works",
+				"channel", key, "err", err)
+		}
 		c.timer.NewTimeout(timer.TaskFunc(func(*timer.Timeout) {
 			q.sh.mu.Lock()
 			retry := !q.dead && *sub == nil
@@ -365,7 +383,7 @@ func (c *Client) subscribeOne(q *queue, key string, handler func(conn.Message), 
 			if retry {
 				c.subscribeOne(q, key, handler, sub)
 			}
-		}), c.cfg.RetryDelay)
+		}), delay)
 	})
 }
 
@@ -403,4 +421,23 @@ func (q *queue) closeSubscription() {
 	if g != nil {
 		g.Close()
 	}
+}
+
+// queueKey is the key of w's local queue in its shard: a plain-layout lock's name (in lockQueues: the plain and
+// fenced locks share their lock's queue, and the hot path finds it without making the channel's name), or the
+// channel w is woken on (in queues; "" for the sleepers).
+func (w *waiter) queueKey() (key string, byName bool) {
+	if lc, ok := w.call.(*lockCall); ok && lc.lo.kind == kindPlain {
+		return lc.lo.name, true
+	}
+	return w.call.channel(), false
+}
+
+// queueOfLocked returns w's local queue, or nil when it has none yet. Called with the shard mutex.
+func (sh *shard) queueOfLocked(w *waiter) *queue {
+	key, byName := w.queueKey()
+	if byName {
+		return sh.lockQueues[key]
+	}
+	return sh.queues[key]
 }

@@ -174,8 +174,8 @@ func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
 	tm := timer.New(timer.Config{})
 	defer tm.Stop()
 	c := &Client{timer: tm, epoch: time.Now()}
-	sh := &shard{c: c, queues: map[string]*queue{}, holds: map[holdKey]*hold{}}
-	lo := &lockObject{object: object{c: c, sh: sh, name: "x"}, keys: []string{"x", "ch"}}
+	sh := &shard{c: c, queues: map[string]*queue{}, lockQueues: map[string]*queue{}, holds: map[holdKey]*hold{}}
+	lo := &lockObject{object: object{c: c, sh: sh, name: "x"}}
 	var ws []*lockCall
 	for i := range 2 {
 		lc := &lockCall{lo: lo, lease: time.Second}
@@ -186,7 +186,7 @@ func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
 		c.joinLocked(&lc.waiter)
 		ws = append(ws, lc)
 	}
-	q := sh.queues["ch"]
+	q := sh.lockQueues["x"]
 	q.subscribed = true
 	act := ws[0].leaveLocked(true)
 	if act.attempt != nil || ws[1].state != wIdle || q.head != &ws[1].waiter {

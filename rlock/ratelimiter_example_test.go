@@ -10,7 +10,7 @@ import (
 
 // At most Rate permits in any window of Interval, for all clients together.
 func ExampleRateLimiter() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	r := c.RateLimiter("api-calls")
@@ -31,7 +31,7 @@ func ExampleRateLimiter() {
 
 // The seed article's fixed window: a counter per window.
 func ExampleFixedWindowLimiter() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	l := c.FixedWindowLimiter("rate.limiting:127.0.0.1", 3, 10*time.Second)

@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The sliding-window rate limiter's scripts, in Redisson's keyspace (RedissonRateLimiter, current layout):
 //
 //	config   HASH <name>: rate, interval (ms), type (0 = overall, 1 = per client), keepAliveTime (ms, 0 = none)
@@ -157,9 +155,9 @@ end
 return 0`
 
 var (
-	rlAcquireScript   = conn.NewScript(rlAcquireSrc)
-	rlAvailableScript = conn.NewScript(rlAvailableSrc)
-	rlTrySetScript    = conn.NewScript(rlTrySetSrc)
-	rlSetScript       = conn.NewScript(rlSetSrc)
-	fixedWindowScript = conn.NewScript(fixedWindowSrc)
+	rlAcquireScript   = newScript(rlAcquireSrc)
+	rlAvailableScript = newScript(rlAvailableSrc)
+	rlTrySetScript    = newScript(rlTrySetSrc)
+	rlSetScript       = newScript(rlSetSrc)
+	fixedWindowScript = newScript(fixedWindowSrc)
 )

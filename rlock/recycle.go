@@ -6,7 +6,7 @@ import (
 )
 
 // Recycling the structs of blocking calls. A blocking Unlock allocates its op (about 290 bytes with the Relay its
-// Get drives) and drops it a round trip later; at W1's rates that churn was a tenth of the client's CPU (allocation,
+// Get drives) and drops it a round trip later; at the sequential benchmark's rates (BenchmarkW1) that churn was a tenth of the client's CPU (allocation,
 // zeroing fresh spans, sweeping), which competes with redis-server for the same cores. Such a struct is reused once
 // both parties that touch it are done with it:
 //

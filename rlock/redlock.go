@@ -105,7 +105,15 @@ func (a *redAcq) round() {
 	r := &redRound{a: a, start: time.Now(), cancel: cancel, comps: make([]context.Context, n), errs: map[string]error{},
 		left: n}
 	for i, l := range s.locks {
-		l.TryLockAsync(rctx, per, a.lease).OnComplete(func(held context.Context, err error) { r.result(i, held, err) })
+		var f *future.Future[context.Context]
+		if pl, ok := l.(*Lock); ok {
+			// Without a place in the master's queue of waiters: the round gives up after per, and a place would
+			// outlive it (see lockObject.acquireQueued).
+			_, f = pl.acquireQueued(rctx, "TryLockAsync", per, a.lease, true, false)
+		} else {
+			f = l.TryLockAsync(rctx, per, a.lease)
+		}
+		f.OnComplete(func(held context.Context, err error) { r.result(i, held, err) })
 	}
 }
 
@@ -223,6 +231,14 @@ func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) (context.C
 	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "LockLease", -1, lease) })
 }
 
+// LockLeaseAsync is the asynchronous form of LockLease.
+func (r *RedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
+	if err := leaseFormError("RedLock.LockLeaseAsync", lease); err != nil {
+		return future.Completed[context.Context](nil, err)
+	}
+	return r.acquire(ctx, "LockLeaseAsync", -1, lease)
+}
+
 // TryLock takes a majority within wait (0: one round of single attempts) with lease (0: the watchdogs). It returns
 // ErrNotAcquired when no majority could be had in time, a *QuorumError when errors made it impossible, ctx's error
 // when ctx ended.
@@ -244,7 +260,8 @@ func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *
 }
 
 // Unlock releases every held lock in parallel and returns the failures joined, each naming its lock (a master that
-// is down reports its transport error; the others are released all the same). It waits for every answer.
+// is down reports its transport error; the others are released all the same). It waits for every answer, each as
+// long as Lock.Unlock may (the locks are released in parallel); bound the wait with UnlockAsync(held).Get(ctx).
 func (r *RedLock) Unlock(held context.Context) error {
 	if err := inCallback(); err != nil {
 		return err

@@ -122,7 +122,8 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 		args func(key, ch, owner string, i int) []string
 	}{
 		{"conditional", func(key, ch, owner string, _ int) []string {
-			return []string{"EVALSHA", shaOf(releaseSrc), "2", key, ch, owner, "1", lease, unlockMessage, "publish"}
+			cmd := append([]string{"EVALSHA", shaOf(releaseSrc), strconv.Itoa(numPlainKeys)}, plainKeysOf(key)...)
+			return append(cmd, owner, "1", lease, unlockMessage, "publish")
 		}},
 		{"redisson-latch", func(key, ch, owner string, i int) []string {
 			latch := "redisson_unlock_latch:{" + key + "}:" + strconv.Itoa(i) + "-0f9e8d7c6b5a"
@@ -142,7 +143,8 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 			for i := 0; i < b.N; i += depth {
 				k := min(depth, b.N-i)
 				for j := i; j < i+k; j++ {
-					p.send("EVALSHA", acq, "1", "bench:"+strconv.Itoa(j), lease, ownerA)
+					cmd := append([]string{"EVALSHA", acq, strconv.Itoa(numPlainKeys)}, plainKeysOf("bench:"+strconv.Itoa(j))...)
+					p.send(append(cmd, lease, ownerA, "", queueLivenessArg, "0", "", "publish")...)
 				}
 				p.recv(b, k)
 			}

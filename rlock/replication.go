@@ -32,7 +32,8 @@ func (lc *lockCall) sendSynced() {
 	c := lc.sh.c
 	var cmd conn.Cmd
 	if lc.lo.rules == nil {
-		cmd = conn.Cmd{Script: acquireScript, Keys: lc.lo.keys, Args: []string{lc.leaseArg(), lc.owner, lc.entryArg(),
+		k := plainKeys(lc.lo.name)
+		cmd = conn.Cmd{Script: acquireScript, Keys: k[:], Args: []string{lc.leaseArg(), lc.owner, lc.entryArg(),
 			queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub}}
 	} else {
 		s, keys, args := lc.lo.rules.attempt(lc)
@@ -46,6 +47,9 @@ func (lc *lockCall) sendSynced() {
 func (lc *lockCall) onSyncedReply(r conn.WaitResult, err error) {
 	sh, counted := lc.sh, lc.takeCounted()
 	defer sh.attemptSettled(counted) // once the reply is settled (or its grant given back)
+	if err == nil {
+		r.Reply = sh.c.published(sh, lc.lo.name, r.Reply)
+	}
 	var o outcome
 	switch {
 	case lc.lo.rules != nil:

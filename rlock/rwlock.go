@@ -63,32 +63,47 @@ func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
 	if err := inCallback(); err != nil {
 		return false, err
 	}
+	return rw.ForceUnlockAsync(ctx).Get(ctx)
+}
+
+// ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
+func (rw *ReadWriteLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	w := &rw.write
 	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
-		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub}}).Get(ctx)
+		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub}})
 }
 
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
-func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) {
+func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) { return rw.ModeAsync(ctx).Get(ctx) }
+
+// ModeAsync is the asynchronous form of Mode.
+func (rw *ReadWriteLock) ModeAsync(ctx context.Context) *future.Future[string] {
 	w := &rw.write
 	if err := w.checkCtx("ReadWriteLock.Mode", ctx); err != nil {
-		return "", err
+		return future.Completed("", err)
 	}
-	v, err := w.c.call(ctx, conn.Cmd{Args: []string{"HGET", w.name, "mode"}}).Get(ctx)
-	if err != nil {
-		return "", err
-	}
-	s, err := v.AsString()
-	if errors.Is(err, resp.ErrNil) {
-		return "", nil
-	}
-	return s, err
+	return future.Then(w.c.call(ctx, conn.Cmd{Args: []string{"HGET", w.name, "mode"}}),
+		func(v resp.Value, err error) (string, error) {
+			if err != nil {
+				return "", notLockError(w.name, err)
+			}
+			s, err := v.AsString()
+			if errors.Is(err, resp.ErrNil) {
+				return "", nil
+			}
+			return s, err
+		})
 }
 
 // RemainTimeToLive returns how long the lock still lasts (its longest hold), TTLNoKey when it is free. It blocks
 // until the server answers or ctx ends.
 func (rw *ReadWriteLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return rw.write.remainTimeToLive(ctx, "ReadWriteLock.RemainTimeToLive").Get(ctx)
+	return rw.RemainTimeToLiveAsync(ctx).Get(ctx)
+}
+
+// RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
+func (rw *ReadWriteLock) RemainTimeToLiveAsync(ctx context.Context) *future.Future[time.Duration] {
+	return rw.write.remainTimeToLive(ctx, "ReadWriteLock.RemainTimeToLive")
 }
 
 // Read half.
@@ -171,9 +186,10 @@ func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) 
 	return r.lockAsync(ctx, "ReadLock.TryLockAsync", wait, lease)
 }
 
-// Unlock releases the owner's newest read hold. The lock then lasts as long as its longest remaining hold; when
-// none remains it is deleted and one waiter woken. It waits for the server's answer and returns ErrNotHeld when the
-// owner holds no read hold. Safe for concurrent use.
+// Unlock releases the owner's newest read hold. The lock then lasts as long as its longest remaining hold; when none
+// remains it is deleted and one waiter woken. It waits for the server's answer and returns ErrNotHeld when the owner
+// holds no read hold. Its errors and its worst-case wait are Lock.Unlock's; bound the wait with
+// UnlockAsync(held).Get(ctx). Safe for concurrent use.
 func (r *ReadLock) Unlock(held context.Context) error {
 	return r.unlockSync(held, "ReadLock.Unlock")
 }
@@ -186,7 +202,12 @@ func (r *ReadLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // HoldCount returns how many read holds the owner held carries has (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (r *ReadLock) HoldCount(held context.Context) (int, error) {
-	return r.holdCount(held, "ReadLock.HoldCount").Get(background)
+	return r.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (r *ReadLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return r.holdCount(held, "ReadLock.HoldCount")
 }
 
 // IsLocked reports whether the lock is held in read mode (by any reader), as Redisson's read lock's isLocked. It
@@ -308,9 +329,10 @@ func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration
 	return wl.lockAsync(ctx, "WriteLock.TryLockAsync", wait, lease)
 }
 
-// Unlock releases one write hold; the last one deletes the lock (or, when the owner still has read holds, turns
-// it to read mode) and wakes every waiter. It waits for the server's answer and returns ErrNotHeld when the owner
-// does not hold the write lock. Safe for concurrent use.
+// Unlock releases one write hold; the last one deletes the lock (or, when the owner still has read holds, turns it to
+// read mode) and wakes every waiter. It waits for the server's answer and returns ErrNotHeld when the owner does not
+// hold the write lock. Its errors and its worst-case wait are Lock.Unlock's; bound the wait with
+// UnlockAsync(held).Get(ctx). Safe for concurrent use.
 func (wl *WriteLock) Unlock(held context.Context) error {
 	return wl.unlockSync(held, "WriteLock.Unlock")
 }
@@ -322,7 +344,12 @@ func (wl *WriteLock) UnlockAsync(held context.Context) *future.Future[struct{}] 
 
 // IsLocked reports whether a writer holds the lock. It blocks until the server answers or ctx ends.
 func (wl *WriteLock) IsLocked(ctx context.Context) (bool, error) {
-	return wl.rw.modeIs(ctx, "WriteLock.IsLocked", "write").Get(ctx)
+	return wl.IsLockedAsync(ctx).Get(ctx)
+}
+
+// IsLockedAsync is the asynchronous form of IsLocked.
+func (wl *WriteLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
+	return wl.rw.modeIs(ctx, "WriteLock.IsLocked", "write")
 }
 
 // ForceUnlock deletes the lock when it is in write mode, whoever holds it (the writer's read holds go with it), and
@@ -386,7 +413,12 @@ func (rw *ReadWriteLock) forceMode(ctx context.Context, op, mode string) *future
 // HoldCount returns how many write holds the owner held carries has (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (wl *WriteLock) HoldCount(held context.Context) (int, error) {
-	return wl.holdCount(held, "WriteLock.HoldCount").Get(background)
+	return wl.HoldCountAsync(held).Get(background)
+}
+
+// HoldCountAsync is the asynchronous form of HoldCount.
+func (wl *WriteLock) HoldCountAsync(held context.Context) *future.Future[int] {
+	return wl.holdCount(held, "WriteLock.HoldCount")
 }
 
 var (

@@ -7,7 +7,7 @@ import (
 
 // Many readers or one writer; a writer may take the read lock too and keep it after the write lock (downgrade).
 func ExampleReadWriteLock() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	rw := c.ReadWriteLock("catalog")

@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The read-write lock's scripts, in Redisson's keyspace (RedissonReadLock, RedissonWriteLock):
 //
 //	lock      HASH <name>: field mode = read|write; a reader's field <clientUUID>:<ownerID> -> its read hold count;
@@ -121,7 +119,7 @@ if redis.call('hlen', KEYS[1]) > 1 then
   if mode == 'write' then return kept end
 end
 redis.call('del', KEYS[1])
-redis.call(publish, KEYS[2], ARGV[3])
+pub(KEYS[2], ARGV[3])
 return 1`
 
 // rwWriteReleaseSrc releases one write hold. The last one deletes the lock and publishes "1", or, when the owner
@@ -150,7 +148,7 @@ if redis.call('hlen', KEYS[1]) == 1 then
 else
   redis.call('hset', KEYS[1], 'mode', 'read')
 end
-redis.call(publish, KEYS[2], ARGV[4])
+pub(KEYS[2], ARGV[4])
 return 1`
 
 // rwRenewSrc renews a batch of read-write lock holds in one call: write holds and read holds (the watchdog batches
@@ -210,7 +208,7 @@ for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
   end
 end
 redis.call('del', KEYS[1])
-redis.call(publish, KEYS[2], ARGV[2])
+pub(KEYS[2], ARGV[2])
 return 1`
 
 // rwWriteUnlockMessage is what a write unlock (and a force unlock) publishes on the lock's channel: every waiter
@@ -218,10 +216,10 @@ return 1`
 const rwWriteUnlockMessage = "1"
 
 var (
-	rwReadAcquireScript  = conn.NewScript(rwReadAcquireSrc)
-	rwWriteAcquireScript = conn.NewScript(rwWriteAcquireSrc)
-	rwReadReleaseScript  = conn.NewScript(rwReadReleaseSrc)
-	rwWriteReleaseScript = conn.NewScript(rwWriteReleaseSrc)
-	rwRenewScript        = conn.NewScript(rwRenewSrc)
-	rwForceUnlockScript  = conn.NewScript(rwForceUnlockSrc)
+	rwReadAcquireScript  = newScript(rwReadAcquireSrc)
+	rwWriteAcquireScript = newScript(rwWriteAcquireSrc)
+	rwReadReleaseScript  = newScript(rwReadReleaseSrc)
+	rwWriteReleaseScript = newScript(rwWriteReleaseSrc)
+	rwRenewScript        = newScript(rwRenewSrc)
+	rwForceUnlockScript  = newScript(rwForceUnlockSrc)
 )

@@ -1,6 +1,10 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
+import (
+	"strings"
+
+	"github.com/locksmith-go/locksmith/conn"
+)
 
 // The Lua scripts of the lock, in Redisson's keyspace (see the package documentation, "Wire format"):
 //
@@ -27,7 +31,56 @@ import "github.com/locksmith-go/locksmith/conn"
 // Redisson passes it to its scripts), so that the messages reach the subscribers of this package and Redisson's
 // alike in every topology. The prelude takes it off ARGV, so that the other arguments read as each script
 // documents them. Client.pub is the one place the command is chosen.
-const publishLua = "local publish = table.remove(ARGV)\n"
+//
+// Scripts publish with pub(channel, message), never with redis.call: a refused PUBLISH (a Redis user without the
+// channel's permission, or without +publish) raised inside redis.call would abort the script after its writes took
+// effect — a release that deleted the lock would answer an error, and the caller would report a release that
+// happened as a failure. pub runs it with redis.pcall and records the refusal instead, so that the script finishes
+// what it does; newScript wraps the script so that its reply then says so (see publishRefusedLua).
+const publishLua = `local publish = table.remove(ARGV)
+local refused = nil
+local function pub(ch, msg)
+  local r = redis.pcall(publish, ch, msg)
+  if type(r) == 'table' and r.err then
+    refused = refused or {}
+    refused[#refused + 1] = ch
+    refused[#refused + 1] = msg
+    refused.err = r.err
+  end
+end
+`
+
+// publishRefusedMarker opens the reply of a script whose pub was refused (publishRefusedLua).
+const publishRefusedMarker = "locksmith:publish-refused"
+
+// publishRefusedLua ends a publishing script as newScript wraps it: the script's own body runs as the function
+// script(); when a message was refused, its reply becomes {marker, {reply}, error, channel1, message1, ...} —
+// the script's reply (a nil reply as an empty array) and what was refused — so that the client acts on the reply
+// as ever and learns of the refusal (Client.published). An error reply is left as it is. The commands the script
+// runs, and so its server cost, are unchanged: pub sends the PUBLISH it sent before.
+const publishRefusedLua = `
+end
+local reply = script()
+if refused and not (type(reply) == 'table' and reply.err) then
+  local out = {'` + publishRefusedMarker + `', {reply}, refused.err}
+  for i = 1, #refused do out[#out + 1] = refused[i] end
+  return out
+end
+return reply
+`
+
+// newScript makes the conn.Script of src; a script that publishes (it opens with publishLua) is wrapped so that a
+// refused message shows in its reply (publishRefusedLua).
+func newScript(src string) *conn.Script { return conn.NewScript(scriptSource(src)) }
+
+// scriptSource is the source newScript runs for src.
+func scriptSource(src string) string {
+	body, ok := strings.CutPrefix(src, publishLua)
+	if !ok {
+		return src
+	}
+	return publishLua + "local function script()\n" + body + publishRefusedLua
+}
 
 // The parts every kind's release shares (the plain, fair and read-write locks' scripts are built from them).
 
@@ -63,7 +116,7 @@ end
 //
 // Reply: 1 = the key existed and was deleted; 0 = there was none.
 const deletePublishSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
-  redis.call(publish, KEYS[2], ARGV[1])
+  pub(KEYS[2], ARGV[1])
   return 1
 end
 return 0`
@@ -106,9 +159,9 @@ const unlockMessage = "0"
 
 // The scripts as EVALSHA-ready values: SHA-1 computed once, NOSCRIPT handled by conn.
 var (
-	acquireScript       = conn.NewScript(acquireSrc)
-	releaseScript       = conn.NewScript(releaseSrc)
-	deletePublishScript = conn.NewScript(deletePublishSrc)
-	renewScript         = conn.NewScript(renewSrc)
-	statusScript        = conn.NewScript(statusSrc)
+	acquireScript       = newScript(acquireSrc)
+	releaseScript       = newScript(releaseSrc)
+	deletePublishScript = newScript(deletePublishSrc)
+	renewScript         = newScript(renewSrc)
+	statusScript        = newScript(statusSrc)
 )

@@ -19,7 +19,10 @@ type Script struct {
 	// Keys describes KEYS[1], KEYS[2], ... in order ("KEYS[i] ..." entries for a script taking any number).
 	Keys []string
 	// Args describes ARGV[1], ARGV[2], ... in order. A script that publishes takes the publish command (PUBLISH,
-	// or SPUBLISH on a Redis Cluster with sharded pub/sub) as its last argument, after the ones it documents.
+	// or SPUBLISH on a Redis Cluster with sharded pub/sub) as its last argument, after the ones it documents. When
+	// the server refuses one of its messages (the user lacks the channel's permission), it still does all it does
+	// and answers an array instead of its reply: "locksmith:publish-refused", an array holding its reply (empty
+	// for a nil reply), the server's error, then each refused channel and message.
 	Args []string
 }
 

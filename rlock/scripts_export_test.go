@@ -91,8 +91,8 @@ func TestScriptsCoverEveryScript(t *testing.T) {
 			t.Fatal(err)
 		}
 		ast.Inspect(file, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "NewScript" {
-				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "conn" {
+			if call, ok := n.(*ast.CallExpr); ok {
+				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "newScript" {
 					calls++
 				}
 			}
@@ -100,7 +100,7 @@ func TestScriptsCoverEveryScript(t *testing.T) {
 		})
 	}
 	if n := len(Scripts()); calls != n {
-		t.Errorf("the package creates %d scripts with conn.NewScript, Scripts exports %d", calls, n)
+		t.Errorf("the package creates %d scripts with newScript, Scripts exports %d", calls, n)
 	}
 }
 
@@ -109,7 +109,7 @@ func TestScriptsReturnsCopies(t *testing.T) {
 	a := Scripts()
 	a[0].Source, a[0].Keys[0] = "changed", "changed"
 	b, ok := LookupScript(ScriptLockAcquire)
-	if !ok || b.Source != acquireSrc || b.Keys[0] != "lock name" {
+	if !ok || b.Source != scriptSource(acquireSrc) || b.Keys[0] != "lock name" {
 		t.Fatalf("LookupScript after a change to Scripts' result: %+v, %t", b, ok)
 	}
 	if _, ok := LookupScript("lock.nosuch"); ok {

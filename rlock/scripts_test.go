@@ -9,8 +9,7 @@ import (
 )
 
 func plainKeysOf(name string) []string {
-	var k [numPlainKeys]string
-	plainKeys(&k, name)
+	k := plainKeys(name)
 	return k[:]
 }
 

@@ -46,6 +46,7 @@ func (s *scriptServer) eval(src string, keys []string, args ...string) redistest
 	if strings.HasPrefix(src, publishLua) {
 		args = append(args[:len(args):len(args)], "publish")
 	}
+	src = scriptSource(src) // what the client runs
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
 	if got := s.str("SCRIPT", "LOAD", src); got != sha {

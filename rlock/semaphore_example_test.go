@@ -8,7 +8,7 @@ import (
 
 // A semaphore bounds how many callers work at once, across processes.
 func ExampleSemaphore() {
-	c, _, stop := exampleClient()
+	c, stop := exampleClient()
 	defer stop()
 	ctx := context.Background()
 	s := c.Semaphore("export-slots")

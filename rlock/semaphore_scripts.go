@@ -1,7 +1,5 @@
 package rlock
 
-import "github.com/locksmith-go/locksmith/conn"
-
 // The semaphore's scripts, in Redisson's keyspace (RedissonSemaphore):
 //
 //	permits  STRING <name>: the number of available permits (absent: never set)
@@ -32,7 +30,7 @@ return 0`
 //
 // Reply: the number of permits available afterwards.
 const semReleaseSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
-redis.call(publish, KEYS[2], v)
+pub(KEYS[2], v)
 return v`
 
 // semTrySetSrc sets the number of permits if the semaphore was never set (or was deleted).
@@ -50,7 +48,7 @@ if tonumber(ARGV[2]) > 0 then
 else
   redis.call('set', KEYS[1], ARGV[1])
 end
-redis.call(publish, KEYS[2], ARGV[1])
+pub(KEYS[2], ARGV[1])
 return 1`
 
 // semAddSrc adds n permits (n may be negative: the number available may then drop below zero, and acquires wait
@@ -64,7 +62,7 @@ return 1`
 // Reply: the number of permits available afterwards.
 const semAddSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
 if tonumber(ARGV[1]) > 0 then
-  redis.call(publish, KEYS[2], v)
+  pub(KEYS[2], v)
 end
 return v`
 
@@ -81,9 +79,9 @@ redis.call('set', KEYS[1], 0, 'keepttl')
 return v`
 
 var (
-	semAcquireScript = conn.NewScript(semAcquireSrc)
-	semReleaseScript = conn.NewScript(semReleaseSrc)
-	semTrySetScript  = conn.NewScript(semTrySetSrc)
-	semAddScript     = conn.NewScript(semAddSrc)
-	semDrainScript   = conn.NewScript(semDrainSrc)
+	semAcquireScript = newScript(semAcquireSrc)
+	semReleaseScript = newScript(semReleaseSrc)
+	semTrySetScript  = newScript(semTrySetSrc)
+	semAddScript     = newScript(semAddSrc)
+	semDrainScript   = newScript(semDrainSrc)
 )

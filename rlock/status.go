@@ -26,6 +26,39 @@ type LockStatus struct {
 	TTL time.Duration
 }
 
+// String describes the status on one line, its TTL as FormatTTL prints it: `"orders:42" locked (write) by
+// 6f1c...:10000000001 ×2, TTL 29.5s`, or `"orders:42" not locked`. It does not block.
+func (s LockStatus) String() string {
+	var sb strings.Builder
+	sb.WriteString(strconv.Quote(s.Name))
+	if !s.Locked {
+		sb.WriteString(" not locked")
+		if s.TTL != TTLNoKey {
+			sb.WriteString(", TTL ")
+			sb.WriteString(FormatTTL(s.TTL))
+		}
+		return sb.String()
+	}
+	sb.WriteString(" locked")
+	if s.Mode != "" {
+		sb.WriteString(" (" + s.Mode + ")")
+	}
+	for i, o := range s.Owners {
+		if i == 0 {
+			sb.WriteString(" by ")
+		} else {
+			sb.WriteString(", ")
+		}
+		sb.WriteString(o.ID)
+		if o.Holds != 1 {
+			sb.WriteString(" ×" + strconv.FormatInt(o.Holds, 10))
+		}
+	}
+	sb.WriteString(", TTL ")
+	sb.WriteString(FormatTTL(s.TTL))
+	return sb.String()
+}
+
 // LockOwner is one owner of a lock and its hold count.
 type LockOwner struct {
 	ID    string // <clientUUID>:<ownerID>, or <clientUUID>:<ownerID>:write for a read-write lock's writer
@@ -49,7 +82,12 @@ func (l *Lock) StatusAsync(ctx context.Context) *future.Future[LockStatus] {
 // counts (the writer's field is "<owner>:write"), and its remaining TTL. It blocks until the server answers or ctx
 // ends.
 func (rw *ReadWriteLock) Status(ctx context.Context) (LockStatus, error) {
-	return rw.write.status(ctx, "ReadWriteLock.Status").Get(ctx)
+	return rw.StatusAsync(ctx).Get(ctx)
+}
+
+// StatusAsync is the asynchronous form of Status.
+func (rw *ReadWriteLock) StatusAsync(ctx context.Context) *future.Future[LockStatus] {
+	return rw.write.status(ctx, "ReadWriteLock.Status")
 }
 
 // status runs statusScript on the lock's key and decodes it.

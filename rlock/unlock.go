@@ -24,7 +24,7 @@ type unlockOp struct {
 	p     future.Promise[struct{}]
 	c     *Client
 	sh    *shard
-	keys  []string  // the release script's keys, the lock's name first (the plain lock: the handle's, shared)
+	name  string    // the lock's name (other kinds' release keys are derived from it at each attempt)
 	owner string    // <clientUUID>:<ownerID>
 	h     *hold     // the local hold, nil when this client records none for the owner
 	next  *lockCall // the waiter of this client the release names (state wGranting: queue.takeNextLocked), or nil
@@ -33,9 +33,11 @@ type unlockOp struct {
 	// failure included).
 	sync *syncUnlockOp
 
-	expect int64         // hold count the owner is expected to have; 0: unknown (no local hold)
-	lease  string        // lease re-armed by a partial release
-	sentAt time.Duration // when the attempt in flight was sent
+	expect int64  // hold count the owner is expected to have; 0: unknown (no local hold)
+	lease  string // lease re-armed by a partial release
+	// sentAt is when the attempt in flight was sent; for a last hold's release without a next waiter, which does
+	// not need it, when the Unlock began (set only for the Observer: ReleasedEvent.Took).
+	sentAt time.Duration
 	// readLeft is what a read release reported of the owner's remaining read holds: the longest one's remaining
 	// lease (0 or less: none left on the server). Valid when hasReadLeft.
 	readLeft time.Duration
@@ -85,23 +87,23 @@ func (op *unlockOp) relay() *future.Relay {
 }
 
 // unlock starts the release of one hold of kind of the lock name by owner and returns it; its future is the
-// caller's. keys are the release script's keys, or nil to derive them from the kind. via is the hold the caller's
+// caller's. via is the hold the caller's
 // held context is (nil if none): when it is a hold of this very lock that is still held, it is the one the map
 // has, and the lookup is skipped. blocking says that the caller waits with Get on the op's future at once (a
 // blocking Unlock) and then calls waited: the release's replies are left to that Get, and the op is recycled
 // (syncUnlockOp). It does not block.
-func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, owner string, via *hold,
+func (c *Client) unlock(kind holdKind, name string, sh *shard, owner string, via *hold,
 	blocking bool) *unlockOp {
-	if keys == nil {
-		keys = c.releaseKeys(kind, name, owner)
-	}
 	var op *unlockOp
 	if blocking {
 		op = &newSyncUnlockOp().unlockOp
 	} else {
 		op = &unlockOp{}
 	}
-	op.c, op.sh, op.kind, op.owner, op.keys = c, sh, kind, owner, keys
+	op.c, op.sh, op.kind, op.owner, op.name = c, sh, kind, owner, name
+	if c.observed {
+		op.sentAt = c.now()
+	}
 	sh.mu.Lock()
 	h := via
 	// A held hold is the one its key maps to (it leaves the map when it stops being held); a held context of
@@ -119,6 +121,46 @@ func (c *Client) unlock(kind holdKind, name string, keys []string, sh *shard, ow
 	sh.mu.Unlock()
 	op.send()
 	return op
+}
+
+// lostBy says how a hold was lost before an Unlock of it: the cause its held context ended with.
+type lostBy uint8
+
+const (
+	notLost   lostBy = iota
+	lostLock         // ErrLockLost
+	lostLease        // ErrLeaseExpired
+)
+
+// lostBy reports whether h ended because it was lost, and how.
+func (h *hold) lostBy() lostBy {
+	if p := h.gone.Load(); p != nil {
+		switch *p {
+		case ErrLockLost:
+			return lostLock
+		case ErrLeaseExpired:
+			return lostLease
+		}
+	}
+	return notLost
+}
+
+// lostUnlockError is the error of an Unlock through held that the server answered with err: when err is
+// ErrNotHeld and held is a hold of this very lock that this client saw lost before the Unlock, an error matching
+// the loss as well (the op cannot tell: it found no hold to release). It does not block.
+func lostUnlockError(held context.Context, kind holdKind, name string, err error) error {
+	if err != ErrNotHeld || held == nil {
+		return err
+	}
+	if h, ok := held.Value(ownerKey{}).(*hold); ok && h.kind == kind && h.name == name {
+		switch h.lostBy() {
+		case lostLock:
+			return &unlockLostError{cause: ErrLockLost}
+		case lostLease:
+			return &unlockLostError{cause: ErrLeaseExpired}
+		}
+	}
+	return err
 }
 
 // beginLocked prepares the release of one hold of h (nil, or not held any more: nothing recorded here), just
@@ -141,7 +183,7 @@ func (op *unlockOp) beginLocked(h *hold) {
 		h.stopTimerLocked()
 		h.releasing = op
 		if op.kind == kindPlain {
-			if q := op.sh.queues[op.keys[keyChannel]]; q != nil {
+			if q := op.sh.lockQueues[op.name]; q != nil {
 				if op.next = q.takeNextLocked(); op.next != nil {
 					op.next.prefer = q.preferNextLocked()
 				}
@@ -157,7 +199,7 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	op := c.unlock(h.kind, h.name, nil, c.shard(h.name), h.owner, h, false)
+	op := c.unlock(h.kind, h.name, c.shard(h.name), h.owner, h, false)
 	op.p.Future().OnComplete(func(_ struct{}, err error) {
 		switch {
 		case err == nil:
@@ -182,9 +224,8 @@ func (c *Client) releaseKeys(kind holdKind, name, owner string) []string {
 	case kindWrite:
 		return []string{name, prefixName(rwChannelPrefix, name)}
 	}
-	var keys [numPlainKeys]string
-	plainKeys(&keys, name)
-	return keys[:]
+	k := plainKeys(name)
+	return k[:]
 }
 
 // releaseCmd builds kind's release of one hold of owner, expecting expect holds (0: any), re-arming lease (in
@@ -232,15 +273,17 @@ func (op *unlockOp) send() {
 			if next.prefer {
 				prefer = "1"
 			}
-			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+			k := plainKeys(op.name) // on the stack: Eval encodes it at once
+			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
 				unlockMessage, next.owner, next.entryArg(), next.nonceArg(), prefer, c.pub), op.callback())
 			return
 		}
-		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, op.keys, op.owner, exp, op.lease,
+		k := plainKeys(op.name)
+		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
 			unlockMessage, c.pub), op.callback())
 		return
 	}
-	s, keys, args := c.releaseCmd(op.kind, op.keys, op.owner, op.expect, op.lease)
+	s, keys, args := c.releaseCmd(op.kind, c.releaseKeys(op.kind, op.name, op.owner), op.owner, op.expect, op.lease)
 	future.Follow(op.relay(), c.conn.Eval(background, s, keys, args...), op.callback())
 }
 
@@ -339,6 +382,7 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		op.finish(false, op.c.mapErr(err))
 		return
 	}
+	v = op.c.published(op.sh, op.name, v)
 	if op.kind == kindRead && v.Type == resp.Array && len(v.Elems) == 2 && v.Elems[1].Type == resp.Integer {
 		// [0, left]: one read hold released, the owner keeps others, the longest of which lasts left ms more.
 		op.readLeft, op.hasReadLeft = time.Duration(v.Elems[1].Int)*time.Millisecond, true
@@ -374,6 +418,12 @@ func (op *unlockOp) resumeNext() {
 // finish records the outcome locally, cancels the held context of a last hold, and completes the caller's future.
 func (op *unlockOp) finish(released bool, err error) {
 	c, sh, h := op.c, op.sh, op.h
+	if err == ErrNotHeld && h != nil {
+		// The client held it until now: the server lost it (expired, force-unlocked) before this release.
+		err = &unlockLostError{cause: ErrLockLost}
+	} else {
+		err = notLockError(op.name, err)
+	}
 	var cause, lostCause error
 	var next []*unlockOp
 	observed := false
@@ -428,8 +478,9 @@ func (op *unlockOp) finish(released bool, err error) {
 		h.cancel(cause)
 	}
 	if cause != nil && c.observed {
-		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: c.now() - h.acquired,
-			HandOff: op.handedOver, Err: err})
+		now := c.now()
+		c.obs.Released(ReleasedEvent{Name: h.name, Owner: h.owner, Held: now - h.acquired,
+			HandOff: op.handedOver, Err: err, Took: now - op.sentAt, Ctx: h})
 	}
 	if lostCause != nil {
 		c.lost(h, lostCause)
@@ -514,7 +565,7 @@ func (op *unlockOp) grantLocal(v resp.Value) {
 	}
 	sh := op.sh
 	sh.mu.Lock()
-	q := sh.queues[op.keys[keyChannel]]
+	q := sh.lockQueues[op.name]
 	var w *waiter
 	var granted bool
 	if q != nil && !q.dead {

@@ -183,7 +183,7 @@ func (w *waiter) init(sh *shard, call waitCall, wait time.Duration) {
 // earlier sending time only moves the lease's local end earlier).
 func (w *waiter) startLocked(barge bool, now time.Duration) bool {
 	if w.serverQueue && !barge && !w.noWait {
-		if q := w.sh.queues[w.call.channel()]; q != nil && q.n > 0 {
+		if q := w.sh.queueOfLocked(w); q != nil && q.n > 0 {
 			// Behind this client's waiters: the first of them speaks for the client on the server, and a
 			// release of this client passes the lock along them (queue.takeNextLocked).
 			w.sh.c.joinLocked(w)
@@ -465,6 +465,9 @@ func (w *waiter) leaveLocked(granted bool) leaveAction {
 // armLocked arms w's timer at its wait deadline, or earlier after bound when bound > 0. With neither, w has no
 // timer (a waiter behind the head of a queue, without deadline: the head's progress moves it).
 func (w *waiter) armLocked(bound time.Duration) {
+	if bound > recheckBound && w.q != nil && w.q.key != "" {
+		bound = w.sh.c.capBound(bound) // no message may come: see pubsubdenied.go
+	}
 	if bound <= 0 && w.deadline == 0 {
 		w.stopTimerLocked() // nothing to arm, and no clock to read
 		return

@@ -7,11 +7,10 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
-	// Benchmark comparison only (DESIGN.md, Timer): it deadlocks under churn (its issue #53), so it never appears
+	// Benchmark comparison only: it deadlocks under churn (RussellLuo/timingwheel issue #53), so it never appears
 	// outside this file, and every benchmark using it runs under guarded.
 	"github.com/RussellLuo/timingwheel"
 )
@@ -41,15 +40,6 @@ func guarded(b *testing.B, body func(progress *atomic.Int64)) {
 		body(&progress)
 	}()
 	awaitProgress(b, b.Name(), done, progress.Load, 20*time.Second)
-}
-
-// cpuTime returns the CPU time (user + system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func heapInUse() uint64 {

@@ -54,6 +54,12 @@
 // and Cancel; Stop from a task returns ErrStopFromTask. A task that panics crashes the program, as a panic on any
 // goroutine does.
 //
+// # Settling tasks on close
+//
+// A task that stands for a caller's outcome (a retry after a backoff) must not vanish when its owner closes. A Group
+// keeps such tasks: each runs exactly once, when its delay ends, when the owner calls RunNow (what it waited for has
+// happened), or with closed = true when the owner calls Close, so that the owner can fail what it stands for.
+//
 // # Share one instance
 //
 // A Timer holds one goroutine (started by the first NewTimeout) and a wheel of WheelSize buckets. Create one per

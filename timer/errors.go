@@ -20,6 +20,10 @@ var (
 
 	// ErrNilTask is returned by NewTimeout when the task is nil: pass a Task (or a TaskFunc) to run.
 	ErrNilTask = errors.New("timer: nil task; pass a Task or TaskFunc to run")
+
+	// ErrGroupClosed is returned by Group.After once the Group has been closed: the task was not scheduled, and the
+	// caller settles what it stands for itself (its owner is closing).
+	ErrGroupClosed = errors.New("timer: group closed; its owner is closing, settle the task instead of scheduling it")
 )
 
 // PendingLimitError is the error NewTimeout returns when the pending cap (Config.MaxPending) is reached. It matches

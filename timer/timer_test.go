@@ -227,6 +227,31 @@ func TestSlowTaskIsReportedToTheObserver(t *testing.T) {
 	}
 }
 
+// slowOnly is an Observer that implements SlowTask only, the rest coming from NopObserver.
+type slowOnly struct {
+	NopObserver
+	slow atomic.Int32
+}
+
+func (o *slowOnly) SlowTask(*Timeout, time.Duration) { o.slow.Add(1) }
+
+func TestAnObserverEmbeddingNopObserverNeedsOnlyTheMethodsItWants(t *testing.T) {
+	obs := &slowOnly{}
+	tm, c := newManualTimer(t, Config{Tick: testTick, SlowTask: 20 * time.Millisecond, Observer: obs})
+	defer stopTimer(t, tm)
+	after := newProbe(c, 0)
+	c.schedule(t, tm, TaskFunc(func(*Timeout) { c.advance(25 * time.Millisecond) }), 0) // slow
+	c.step(t, testTick)
+	c.schedule(t, tm, after, 0)
+	c.step(t, 50*testTick) // a stall: TickLag goes to NopObserver
+	if n := obs.slow.Load(); n != 1 {
+		t.Errorf("SlowTask called %d times, want 1", n)
+	}
+	if after.runs.Load() != 1 {
+		t.Errorf("a task due after the stall ran %d times, want 1", after.runs.Load())
+	}
+}
+
 // bucketed counts the timeouts in the wheel. Call only while the worker sleeps (after step or awaitSleep).
 func bucketed(tm *Timer) int {
 	n := 0

@@ -9,8 +9,8 @@ import (
 )
 
 // The watchdog pattern: many lock entries, each re-arming its own renewal from inside its task, as rlock's watchdog
-// does. Default: 20,000 chains for 10 s (5,000 for 3 s with -short); LOCKSMITH_TIMER_FULL=1 runs the full size of
-// issue 3, 100,000 chains re-arming every 300 ms for 30 s.
+// does. Default: 20,000 chains for 10 s (5,000 for 3 s with -short); LOCKSMITH_TIMER_FULL=1 runs the size the wheel is
+// required to carry, 100,000 chains re-arming every 300 ms for 30 s.
 
 // watchdogChain is one lock entry: its own Task, re-armed on the worker.
 type watchdogChain struct {

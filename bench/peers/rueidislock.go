@@ -45,7 +45,7 @@ func newRueidislock(ctx context.Context, cfg workload.Config) (workload.Library,
 			return countingClient{Client: c, n: n}, nil
 		},
 	}
-	if cfg.Workload == workload.W3 {
+	if cfg.Workload == workload.HeldMany {
 		opt.KeyValidity, opt.ExtendInterval = cfg.WatchdogTTL, cfg.WatchdogTTL/3
 	}
 	config := rueidisConfig + "; rueidislock KeyMajority 1, NoLoopTracking, TryNextAfter "

@@ -4,31 +4,39 @@ import (
 	"strings"
 )
 
-// aclCommands are the commands an rlock user must be allowed, measured against redis-server 7.0 with ACL SETUSER
-// (README.md, "Redis permissions"): PING and CLIENT SETNAME in the connection handshake, EVALSHA and SCRIPT LOAD
-// (sent once after NOSCRIPT) for the lock scripts, SUBSCRIBE for a wait, and what the scripts call — Redis checks
-// the commands a script runs against the calling user too.
+// aclCommands are the commands an rlock user must be allowed: the plain Lock's minimal ACL (docs/acl.md, measured
+// against redis-server 7.0 by the integration tests) plus CLIENT SETNAME, which rlock sends in the connection
+// handshake. Redis checks the commands a script runs against the calling user too, so the scripts' commands are
+// here: the lock's hash and channel, and the queue of waiters the library keeps beside the lock (a list and a
+// sorted set, the server's TIME). UNSUBSCRIBE ends a wait; a refusal of it is silent but leaves the subscription.
 var aclCommands = []string{
-	"+ping", "+client|setname", "+evalsha", "+script|load", "+subscribe",
-	"+exists", "+hexists", "+hincrby", "+hget", "+hgetall", "+pexpire", "+pttl", "+type", "+del", "+publish",
+	"+ping", "+client|setname", "+evalsha", "+script|load", "+subscribe", "+unsubscribe",
+	"+exists", "+hexists", "+hincrby", "+hget", "+hset", "+hgetall", "+pexpire", "+pttl", "+type", "+del",
+	"+publish", "+time", "+lindex", "+lpop", "+rpush", "+lrem", "+llen", "+zadd", "+zscore", "+zrem", "+persist",
 }
 
-// lockChannel is the channel a lock's releases are published on, Redisson's prefixName: the name in braces,
-// unless it has braces of its own. The scripts get it as a key, so a user needs key access to it as well as the
-// channel.
-func lockChannel(name string) string {
+// lockKey is Redisson's prefixName for the lock name: prefix:{name}, or prefix:name when the name has braces of its
+// own. The lock's channel, its queue of waiters, the queue's deadlines and the prefix of its grant channels are all
+// named so; the scripts get the channels as keys too.
+func lockKey(prefix, name string) string {
 	if strings.Contains(name, "{") {
-		return "redisson_lock__channel:" + name
+		return prefix + ":" + name
 	}
-	return "redisson_lock__channel:{" + name + "}"
+	return prefix + ":{" + name + "}"
 }
+
+// lockChannel is the channel a lock's releases are published on.
+func lockChannel(name string) string { return lockKey("redisson_lock__channel", name) }
 
 // aclRules returns the ACL rules that let a Redis user run every rlock subcommand on the lock name: its key, its
-// channel as a key and as a channel, and aclCommands. Names are glob patterns in ACL rules, so the name's glob
-// characters are escaped.
+// channel, its queue's keys and its grant channels (as keys and as channels), and aclCommands. Names are glob
+// patterns in ACL rules, so the name's glob characters are escaped.
 func aclRules(name string) []string {
 	ch := globEscape(lockChannel(name))
-	return append([]string{"~" + globEscape(name), "~" + ch, "&" + ch}, aclCommands...)
+	grants := globEscape(lockKey("locksmith_lock__channel", name))
+	return append([]string{"~" + globEscape(name), "~" + ch, "~" + globEscape(lockKey("locksmith_lock_queue", name)),
+		"~" + globEscape(lockKey("locksmith_lock_timeout", name)), "~" + grants, "&" + ch, "&" + grants + ":*"},
+		aclCommands...)
 }
 
 // globEscape escapes the characters Redis's glob patterns treat specially (stringmatchlen: * ? [ ] \).

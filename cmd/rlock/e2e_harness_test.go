@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -40,7 +42,7 @@ func startRlock(t *testing.T, srv *redistest.Server, args ...string) *proc {
 	if srv != nil {
 		p.cmd.Env = append(p.cmd.Env, "REDIS_URL="+srv.URL())
 	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	p.cmd.SysProcAttr = harnessProcAttr()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting rlock: %v", err)
 	}

@@ -45,6 +45,11 @@ func describe(err error, addr, name string) failure {
 		return failure{exitSoftware, notLock.Error()}
 	case errors.As(err, &srvErr):
 		return describeServerError(srvErr, addr, name)
+	case errors.Is(err, conn.ErrAuth):
+		// A refusal of the credentials that carries no server reply of its own (conn's sentinel): exit 69 all the
+		// same, saying what to check.
+		return failure{exitUnavailable, fmt.Sprintf("Redis at %s refused the credentials: %v; check the user and "+
+			"password in -addr (or REDIS_URL) and the user's ACL", addr, err)}
 	case errors.As(err, &connErr):
 		return describeConnError(connErr, addr)
 	case errors.Is(err, rlock.ErrClosed), errors.Is(err, conn.ErrClosed):

@@ -1,3 +1,8 @@
+//go:build unix
+
+// Every test file of this package is built for Unix only: the tests run rlock and its commands as Unix processes
+// (process groups, sessions, signals, terminals). On Windows only the binary builds.
+
 package main
 
 import (

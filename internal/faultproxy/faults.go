@@ -15,14 +15,6 @@ const (
 	Both       = Upstream | Downstream
 )
 
-// dirIndex maps a single direction to an array index.
-func dirIndex(d Direction) int {
-	if d == Downstream {
-		return 1
-	}
-	return 0
-}
-
 func (d Direction) String() string {
 	switch d {
 	case Upstream:

@@ -83,7 +83,7 @@ func (c *Cluster) start() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeoutFactor*c.opts.startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeoutFactor*StartTimeout)
 	defer cancel()
 	for i := range clusterSize {
 		dir, err := memberDir(c.root, "node-"+strconv.Itoa(i))

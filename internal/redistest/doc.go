@@ -33,12 +33,11 @@
 // register Close with t.Cleanup; the others return an error and leave Close
 // to the caller.
 //
-// Measured on the 2-core development machine (go test -bench StartClose
-// -benchtime 5x ./internal/redistest, load average 4): a standalone server
-// starts in 38 ms and closes in 98 ms (Redis handles SIGTERM at its next
-// 100 ms cron tick); a replica set is healthy after 2.3 s (the Sentinels'
-// fixed 2 s hello period dominates) and closes in 0.23 s; a cluster is
-// healthy after 3.2 s (redis-cli waits in 1 s steps) and closes in 0.1 s.
+// Costs: a standalone server starts in tens of milliseconds and closes within
+// about 100 ms (Redis handles SIGTERM at its next 100 ms cron tick); a replica
+// set takes a little over 2 s to become healthy (the Sentinels' fixed 2 s hello
+// period dominates) and a cluster about 3 s (redis-cli waits in 1 s steps).
+// Figures: bench/README.md ("redistest").
 //
 // # Admin client
 //

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -57,9 +56,4 @@ func redisChildren() []int {
 		}
 	}
 	return pids
-}
-
-// processGone reports whether no process has this pid any more.
-func processGone(pid int) bool {
-	return syscall.Kill(pid, 0) == syscall.ESRCH
 }

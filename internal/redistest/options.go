@@ -2,26 +2,27 @@ package redistest
 
 import "time"
 
-// Defaults applied when no Option overrides them.
+// Settings of the servers and topologies. Those named Default* are what applies
+// when no Option overrides them; the others are fixed.
 const (
-	// DefaultStartTimeout bounds how long a start waits for a server to answer
-	// PING (per process, port retries included).
-	DefaultStartTimeout = 10 * time.Second
+	// StartTimeout bounds how long a start waits for a server to answer PING
+	// (per process, port retries included).
+	StartTimeout = 10 * time.Second
 
 	// DefaultStopTimeout bounds how long Close waits after SIGTERM before it
 	// sends SIGKILL.
 	DefaultStopTimeout = 5 * time.Second
 
-	// DefaultMasterName is the name under which the Sentinels of a replica set
-	// monitor the master.
-	DefaultMasterName = "mymaster"
+	// MasterName is the name under which the Sentinels of a replica set monitor
+	// the master.
+	MasterName = "mymaster"
 
-	// DefaultSentinelDownAfter is the Sentinels' down-after-milliseconds: how
+	// SentinelDownAfter is the Sentinels' down-after-milliseconds: how
 	// long the master may stay silent before a failover starts. A SIGKILLed
 	// master is replaced after about this plus 1.3 s. 1 s was tried first: on
 	// a loaded 2-core machine a freshly promoted master's PONG was sometimes
 	// late by more than that, and a second, spurious failover followed.
-	DefaultSentinelDownAfter = 2 * time.Second
+	SentinelDownAfter = 2 * time.Second
 
 	// DefaultClusterNodeTimeout is the cluster-node-timeout of cluster nodes:
 	// how long a master may stay silent before its replica takes over.
@@ -44,19 +45,13 @@ type options struct {
 	users          []aclUser
 	tls            bool
 	port           int
-	startTimeout   time.Duration
 	stopTimeout    time.Duration
-	masterName     string
-	downAfter      time.Duration
 	clusterTimeout time.Duration
 }
 
 func newOptions(opts []Option) options {
 	o := options{
-		startTimeout:   DefaultStartTimeout,
 		stopTimeout:    DefaultStopTimeout,
-		masterName:     DefaultMasterName,
-		downAfter:      DefaultSentinelDownAfter,
 		clusterTimeout: DefaultClusterNodeTimeout,
 	}
 	for _, opt := range opts {
@@ -106,36 +101,6 @@ func WithTLS() Option { return func(o *options) { o.tls = true } }
 // WithPort uses this port instead of a random free one. A start that cannot
 // bind it fails instead of retrying another port. Topologies ignore it.
 func WithPort(port int) Option { return func(o *options) { o.port = port } }
-
-// WithStartTimeout bounds how long a start waits for each process to answer
-// PING (default DefaultStartTimeout).
-func WithStartTimeout(d time.Duration) Option {
-	return func(o *options) {
-		if d > 0 {
-			o.startTimeout = d
-		}
-	}
-}
-
-// WithMasterName sets the name under which a replica set's Sentinels monitor
-// the master (default DefaultMasterName).
-func WithMasterName(name string) Option {
-	return func(o *options) {
-		if name != "" {
-			o.masterName = name
-		}
-	}
-}
-
-// WithSentinelDownAfter sets a replica set's down-after-milliseconds (default
-// DefaultSentinelDownAfter); it is rounded down to whole milliseconds.
-func WithSentinelDownAfter(d time.Duration) Option {
-	return func(o *options) {
-		if d >= time.Millisecond {
-			o.downAfter = d
-		}
-	}
-}
 
 // WithClusterNodeTimeout sets cluster nodes' cluster-node-timeout (default
 // DefaultClusterNodeTimeout).

@@ -84,7 +84,7 @@ func (p *process) stop(timeout time.Duration) error {
 	if err := p.signal(syscall.SIGTERM); err != nil {
 		return err
 	}
-	_ = p.signal(syscall.SIGCONT)
+	_ = p.signal(sigResume)
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {

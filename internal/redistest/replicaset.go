@@ -83,7 +83,7 @@ func (rs *ReplicaSet) start() error {
 	if _, err := serverBinary(); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeoutFactor*rs.opts.startTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeoutFactor*StartTimeout)
 	defer cancel()
 
 	dir, err := memberDir(rs.root, "master")
@@ -145,11 +145,11 @@ func (rs *ReplicaSet) start() error {
 }
 
 func (rs *ReplicaSet) sentinelConfig(masterPort int) []string {
-	name := rs.opts.masterName
+	name := MasterName
 	lines := []string{
 		"sentinel resolve-hostnames no",
 		"sentinel monitor " + name + " 127.0.0.1 " + itoa(masterPort) + " " + itoa(sentinelQuorum),
-		"sentinel down-after-milliseconds " + name + " " + itoa(int(rs.opts.downAfter/time.Millisecond)),
+		"sentinel down-after-milliseconds " + name + " " + itoa(int(SentinelDownAfter/time.Millisecond)),
 		"sentinel failover-timeout " + name + " " + itoa(int(sentinelFailoverTimeout/time.Millisecond)),
 		"sentinel parallel-syncs " + name + " " + itoa(replicaSetReplicas),
 	}
@@ -164,7 +164,7 @@ func (rs *ReplicaSet) sentinelConfig(masterPort int) []string {
 }
 
 // MasterName returns the name under which the Sentinels monitor the master.
-func (rs *ReplicaSet) MasterName() string { return rs.opts.masterName }
+func (rs *ReplicaSet) MasterName() string { return MasterName }
 
 // Nodes returns the three data nodes in start order (Nodes()[0] started as the
 // master). The slice is a copy.
@@ -231,7 +231,7 @@ func (rs *ReplicaSet) Replicas(ctx context.Context) ([]*Server, error) {
 }
 
 func (rs *ReplicaSet) masterPortFrom(ctx context.Context, sentinel *Server) (int, error) {
-	addr, err := sentinel.DoStrings(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", rs.opts.masterName)
+	addr, err := sentinel.DoStrings(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName)
 	if err != nil {
 		return 0, err
 	}
@@ -257,7 +257,7 @@ func (rs *ReplicaSet) healthy(ctx context.Context) error {
 	}
 	masterPort := 0
 	for _, s := range sentinels {
-		m, err := s.DoMap(ctx, "SENTINEL", "MASTER", rs.opts.masterName)
+		m, err := s.DoMap(ctx, "SENTINEL", "MASTER", MasterName)
 		if err != nil {
 			return fmt.Errorf("sentinel %s: %w", s.Addr(), err)
 		}
@@ -315,7 +315,7 @@ func (rs *ReplicaSet) healthy(ctx context.Context) error {
 // sentinelSeesReplicas checks that the Sentinel knows every running replica
 // and could promote it.
 func (rs *ReplicaSet) sentinelSeesReplicas(ctx context.Context, s, master *Server) error {
-	r, err := s.Do(ctx, "SENTINEL", "REPLICAS", rs.opts.masterName)
+	r, err := s.Do(ctx, "SENTINEL", "REPLICAS", MasterName)
 	if err != nil {
 		return fmt.Errorf("sentinel %s: %w", s.Addr(), err)
 	}
@@ -407,7 +407,7 @@ func (rs *ReplicaSet) Failover(ctx context.Context) (old, promoted *Server, err 
 	if len(sentinels) == 0 {
 		return nil, nil, errors.New("redistest: no Sentinel is running")
 	}
-	if _, err := sentinels[0].Do(ctx, "SENTINEL", "FAILOVER", rs.opts.masterName); err != nil {
+	if _, err := sentinels[0].Do(ctx, "SENTINEL", "FAILOVER", MasterName); err != nil {
 		return nil, nil, err
 	}
 	promoted, err = rs.waitNewMaster(ctx, old)

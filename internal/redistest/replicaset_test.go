@@ -18,7 +18,7 @@ func TestReplicaSetComesUpHealthyAndReplicates(t *testing.T) {
 
 	require.Len(t, rs.Nodes(), 3)
 	require.Len(t, rs.SentinelAddrs(), 3)
-	assert.Equal(t, DefaultMasterName, rs.MasterName())
+	assert.Equal(t, MasterName, rs.MasterName())
 	m, err := rs.Master(ctx)
 	require.NoError(t, err)
 	assert.Same(t, rs.Nodes()[0], m)

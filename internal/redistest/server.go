@@ -57,7 +57,7 @@ type Server struct {
 // Start starts a standalone redis-server for the test and registers its Close
 // with t.Cleanup. It calls t.Fatal (with an install hint if redis-server is
 // missing, or the server's log tail if it does not start). It blocks until the
-// server answers PING, at most WithStartTimeout per attempt.
+// server answers PING, at most StartTimeout per attempt.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
 	s, err := StartServer(opts...)
@@ -249,7 +249,7 @@ func (s *Server) Restart() error {
 	if err := s.stopLocked(); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(s.opts.startTimeout)
+	deadline := time.Now().Add(StartTimeout)
 	for {
 		err := s.launchLocked(deadline)
 		if err == nil {
@@ -263,11 +263,12 @@ func (s *Server) Restart() error {
 }
 
 // Pause freezes the process with SIGSTOP: it keeps its sockets but answers
-// nothing, like a hung server. Resume continues it.
-func (s *Server) Pause() error { return s.signal(syscall.SIGSTOP) }
+// nothing, like a hung server. Resume continues it. Windows has no such
+// signal: there both return an error.
+func (s *Server) Pause() error { return s.signal(sigPause) }
 
 // Resume continues a process frozen by Pause.
-func (s *Server) Resume() error { return s.signal(syscall.SIGCONT) }
+func (s *Server) Resume() error { return s.signal(sigResume) }
 
 func (s *Server) signal(sig syscall.Signal) error {
 	s.mu.Lock()
@@ -308,7 +309,7 @@ func (s *Server) firstStart() error {
 		if err := s.writeConfig(); err != nil {
 			return err
 		}
-		deadline := time.Now().Add(s.opts.startTimeout)
+		deadline := time.Now().Add(StartTimeout)
 		err := s.launchLocked(deadline)
 		if err == nil {
 			return nil

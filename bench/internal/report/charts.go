@@ -18,18 +18,18 @@ func chartsFor(rep *Report, id string) [][]render.Renderer {
 	switch id {
 	case "ceiling":
 		return [][]render.Renderer{ceilingCharts(rep.Ceiling)}
-	case workload.W3:
+	case workload.HeldMany:
 		return [][]render.Renderer{heldCharts(recs)}
 	}
 	if len(recs) == 0 {
 		return nil
 	}
 	ceiling := 0.0 // the line drawn: rlock's scripts' pair ceiling (the other kinds are in the ceiling's chart)
-	if id == workload.W1 || id == workload.Raw || id == workload.W5 {
+	if id == workload.UncontendedPairs || id == workload.Raw || id == workload.AsyncPairs {
 		ceiling = rep.Ceiling.PairsPerSec
 	}
 	overview := []render.Renderer{throughputChart(id, recs, ceiling)}
-	if id == workload.W2 || id == workload.W2x {
+	if id == workload.ContendedKeys || id == workload.ContendedKeysSpread {
 		overview = append(overview, fairnessChart(id, recs))
 	}
 	rows := [][]render.Renderer{overview}
@@ -53,11 +53,11 @@ func measured(recs []workload.Record) []workload.Record {
 // config labels a record's configuration within its workload.
 func config(r workload.Record) string {
 	switch r.Workload {
-	case workload.W2:
+	case workload.ContendedKeys:
 		return fmt.Sprintf("G=%d keys=%d", r.Goroutines, r.Keys)
-	case workload.W5:
+	case workload.AsyncPairs:
 		return fmt.Sprintf("keys=%d", r.Keys)
-	case workload.W2x, workload.W4x:
+	case workload.ContendedKeysSpread, workload.HandoffSpread:
 		return fmt.Sprintf("%dx%d keys=%d", r.Processes, r.Goroutines, r.Keys)
 	default:
 		return fmt.Sprintf("G=%d", r.Goroutines)
@@ -130,11 +130,11 @@ func chartID(parts ...string) string {
 // pair ceiling as a line where it applies.
 func throughputChart(id string, recs []workload.Record, ceiling float64) render.Renderer {
 	bar := charts.NewBar()
-	unit := map[string]string{workload.W1: "pairs/s", workload.Raw: "pairs/s", workload.W5: "pairs/s",
-		workload.W2: "acquisitions/s", workload.W4: "hand-offs/s", workload.W2x: "acquisitions/s",
-		workload.W4x: "hand-offs/s"}[id]
+	unit := map[string]string{workload.UncontendedPairs: "pairs/s", workload.Raw: "pairs/s", workload.AsyncPairs: "pairs/s",
+		workload.ContendedKeys: "acquisitions/s", workload.Handoff: "hand-offs/s", workload.ContendedKeysSpread: "acquisitions/s",
+		workload.HandoffSpread: "hand-offs/s"}[id]
 	yAxis := opts.YAxis{Name: unit, Type: "value"}
-	if id == workload.W4 || id == workload.W4x || id == workload.W2x {
+	if id == workload.Handoff || id == workload.HandoffSpread || id == workload.ContendedKeysSpread {
 		yAxis.Type = "log" // polling peers hand off 100× slower than waiters woken by a message
 	}
 	if ceiling > 0 && yAxis.Type == "value" {
@@ -239,9 +239,9 @@ func histogramChart(id, cfg string, recs []workload.Record) render.Renderer {
 
 func latencyWhat(id string) string {
 	switch id {
-	case workload.W2, workload.W2x:
+	case workload.ContendedKeys, workload.ContendedKeysSpread:
 		return "wait until held"
-	case workload.W4, workload.W4x:
+	case workload.Handoff, workload.HandoffSpread:
 		return "unlock to next holder"
 	default:
 		return "lock+unlock pair"
@@ -265,7 +265,7 @@ func fairnessChart(id string, recs []workload.Record) render.Renderer {
 	}
 	bar.SetXAxis(x)
 	bar.SetGlobalOptions(charts.WithXAxisOpts(opts.XAxis{Type: "category", AxisLabel: &opts.AxisLabel{Rotate: 30}}))
-	if id == workload.W2x {
+	if id == workload.ContendedKeysSpread {
 		bar.AddSeries("Jain per process ×100", jainP)
 	}
 	bar.AddSeries("Jain per goroutine ×100", jain).AddSeries("reacq %", reacq)

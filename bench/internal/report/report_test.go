@@ -26,20 +26,20 @@ func sampleReport() *Report {
 			{Kind: CeilingRedsync, Pipeline: 1, PerSec: 60_000}, {Kind: CeilingRedsync, Pipeline: 16, PerSec: 150_000},
 		}}
 	c.Finish()
-	w2x := rec(workload.W2x, "ours", 8, 1, 4000)
+	w2x := rec(workload.ContendedKeysSpread, "ours", 8, 1, 4000)
 	w2x.Processes, w2x.JainPerProcess, w2x.LongestRun = 8, 0.9, 12
-	w3 := rec(workload.W3, "ours", 64, 1000, 5000)
+	w3 := rec(workload.HeldMany, "ours", 64, 1000, 5000)
 	w3.Acquired, w3.RenewCmdsPerSec, w3.RenewCmdsExpected = 1000, 10, 10
 	return &Report{
 		Meta: Meta{Started: time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC), NumCPU: 2, N: 1000, OtherMax: 0.25,
 			Workloads: []string{"w1", "w2", "w3", "w4", "w5", "raw"}, Libraries: []string{"ours", "redsync", "rueidis"}},
 		Ceiling: c,
 		Records: []workload.Record{
-			rec(workload.W1, "ours", 64, 64, 90_000), rec(workload.W1, "redsync", 64, 64, 30_000),
-			rec(workload.W2, "ours", 64, 1, 8000), rec(workload.W2, "redsync", 64, 1, 10_000), w2x,
-			w3, {Workload: workload.W3, Library: "rueidis", Keys: 1000, NotApplicable: "workload: not supported by this library: no watchdog or extend API"},
-			rec(workload.W4, "ours", 2, 1, 7000),
-			rec(workload.W5, "ours", 1, 1024, 120_000),
+			rec(workload.UncontendedPairs, "ours", 64, 64, 90_000), rec(workload.UncontendedPairs, "redsync", 64, 64, 30_000),
+			rec(workload.ContendedKeys, "ours", 64, 1, 8000), rec(workload.ContendedKeys, "redsync", 64, 1, 10_000), w2x,
+			w3, {Workload: workload.HeldMany, Library: "rueidis", Keys: 1000, NotApplicable: "workload: not supported by this library: no watchdog or extend API"},
+			rec(workload.Handoff, "ours", 2, 1, 7000),
+			rec(workload.AsyncPairs, "ours", 1, 1024, 120_000),
 			rec(workload.Raw, "ours-conn", 64, 64, 100_000), rec(workload.Raw, "rueidis", 64, 64, 80_000),
 		},
 	}
@@ -110,13 +110,13 @@ func TestTablesCarryRatiosToOursAndToTheCeiling(t *testing.T) {
 
 func TestRatiosAreBestAgainstBestAndSpreadsThatOverlapAreTies(t *testing.T) {
 	rec := func(lib string, procs int, set bool, ops, lo, hi float64) workload.Record {
-		return workload.Record{Workload: workload.W1, Library: lib, Goroutines: 1024, Keys: 1024, OpsPerSec: ops,
+		return workload.Record{Workload: workload.UncontendedPairs, Library: lib, Goroutines: 1024, Keys: 1024, OpsPerSec: ops,
 			GOMAXPROCS: procs, GOMAXPROCSSet: set, Repeats: 5, OpsPerSecMin: lo, OpsPerSecMax: hi}
 	}
 	recs := []workload.Record{rec("ours", 2, false, 100_000, 95_000, 105_000), rec("rueidis", 2, false, 80_000, 78_000, 82_000),
 		rec("ours", 1, true, 120_000, 115_000, 125_000), rec("rueidis", 1, true, 60_000, 58_000, 62_000),
 		rec("goredis", 2, false, 110_000, 90_000, 116_000)}
-	tb := pairsTable(workload.W1, recs, Ceiling{})
+	tb := pairsTable(workload.UncontendedPairs, recs, Ceiling{})
 	var got []string
 	for _, row := range tb.Rows {
 		got = append(got, row[0]+" "+row[2]+" "+row[4])

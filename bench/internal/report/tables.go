@@ -40,17 +40,17 @@ func Tables(rep *Report) []Table {
 		seen[r.Workload] = true
 		recs := byWorkload(rep.Records, r.Workload)
 		switch r.Workload {
-		case workload.W1, workload.Raw:
+		case workload.UncontendedPairs, workload.Raw:
 			out = append(out, pairsTable(r.Workload, recs, rep.Ceiling))
-		case workload.W2:
+		case workload.ContendedKeys:
 			out = append(out, contendedTable(recs))
-		case workload.W3:
+		case workload.HeldMany:
 			out = append(out, heldTable(rep.Meta, recs))
-		case workload.W4:
+		case workload.Handoff:
 			out = append(out, handoffTable(recs))
-		case workload.W2x, workload.W4x:
+		case workload.ContendedKeysSpread, workload.HandoffSpread:
 			out = append(out, spreadTable(r.Workload, recs))
-		case workload.W5:
+		case workload.AsyncPairs:
 			out = append(out, asyncTable(recs, rep.Ceiling))
 		}
 	}
@@ -202,7 +202,7 @@ func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
 	t := Table{ID: w, Headers: []string{"library", "G", "GOMAXPROCS", "pairs/s", oursName(w) + "÷lib", "÷ceiling", "p50", "p99",
 		"p99.9", "max", "stalled", "client cmds/op", "server cmds/op", "client CPU", "server CPU", "other CPU",
 		"goroutines", "heap MB", "errors"}}
-	if w == workload.W1 {
+	if w == workload.UncontendedPairs {
 		t.Title = "W1 — uncontended: G goroutines, each lock+unlock of its own key"
 		t.Note = "One op = one acquire + one release (the pair); latency of the pair. stalled = goroutines whose pair " +
 			"had been in flight for more than 1 s when the window closed (oldest in brackets). CPU figures are cores " +
@@ -232,7 +232,7 @@ func pairsTable(w string, recs []workload.Record, c Ceiling) Table {
 }
 
 func contendedTable(recs []workload.Record) Table {
-	t := Table{ID: workload.W2, Title: "W2 — contended: G goroutines on K keys (goroutine i uses key i%K), blocking acquire",
+	t := Table{ID: workload.ContendedKeys, Title: "W2 — contended: G goroutines on K keys (goroutine i uses key i%K), blocking acquire",
 		Note: "acq/s = acquisitions in the window; wait = from starting to want the lock until holding it (retries, " +
 			"back-off and re-calls after a give-up included). " + checkNote + " reacq% = acquisitions by the key's " +
 			"previous holder (barging); Jain = fairness of " +
@@ -269,7 +269,7 @@ func spreadTable(w string, recs []workload.Record) Table {
 		"warms up, then all open their window at one instant and close it together. " + checkNote + " Jain per process over the processes' acquisitions, per G over every goroutine's; longest run = most " +
 		"consecutive grants to one process in the server's grant order; reacq% = grants whose previous holder " +
 		"was the same goroutine (by the server)." + ratioNote
-	if w == workload.W2x {
+	if w == workload.ContendedKeysSpread {
 		t.Title = "W2x — contended across processes: P processes × G goroutines on K keys, blocking acquire"
 		t.Note = "wait = from starting to want the lock until holding it. " + common
 	} else {
@@ -338,7 +338,7 @@ func spreadViolations(r workload.Record) string {
 }
 
 func heldTable(m Meta, recs []workload.Record) Table {
-	t := Table{ID: workload.W3,
+	t := Table{ID: workload.HeldMany,
 		Title: fmt.Sprintf("W3 — many held locks: N=%d, watchdog TTL %s, held %s", m.N, secs(m.TTLSec), secs(m.HoldSec)),
 		Note: "Each library keeps the locks alive its own way, every TTL/3: ours by its watchdog (renewals " +
 			"batched into one script per batch of locks), rueidislock by itself (ExtendInterval TTL/3); redsync " +
@@ -379,7 +379,7 @@ func heldTable(m Meta, recs []workload.Record) Table {
 }
 
 func handoffTable(recs []workload.Record) Table {
-	t := Table{ID: workload.W4, Title: "W4 — hand-off latency: G goroutines on one key",
+	t := Table{ID: workload.Handoff, Title: "W4 — hand-off latency: G goroutines on one key",
 		Note: "A goroutine that unlocks does not ask again until another goroutine holds the lock, so every " +
 			"acquisition is a hand-off. Latency = from just before the releaser's Unlock call to the next holder's " +
 			"Lock returning (release round trip + wake-up + acquire round trip + any back-off); the next holder " +
@@ -402,7 +402,7 @@ func handoffTable(recs []workload.Record) Table {
 }
 
 func asyncTable(recs []workload.Record, c Ceiling) Table {
-	t := Table{ID: workload.W5, Title: "W5 — async: one goroutine keeping K lock+unlock pairs in flight",
+	t := Table{ID: workload.AsyncPairs, Title: "W5 — async: one goroutine keeping K lock+unlock pairs in flight",
 		Note: "LockAsync/UnlockAsync from a single goroutine reacting to completions; each key has one pair in " +
 			"flight. Libraries without an async API are listed as n/a rather than emulated with goroutines." +
 			ratioNote,

@@ -11,28 +11,33 @@ import (
 	"time"
 )
 
-// Workload names.
+// Workload names: the values of the bench command's -workloads flag and of a
+// record's workload field. The short codes (w1 ... w5, w2x, w4x) are how the
+// bench's tables, flags and README name the workloads; the constants say what
+// each measures.
 const (
-	W1  = "w1"  // uncontended lock+unlock pairs, one key per goroutine
-	W2  = "w2"  // contended: blocking acquire on few keys, mutual exclusion, fairness
-	W3  = "w3"  // N locks held under a watchdog
-	W4  = "w4"  // hand-off latency: unlock to the next waiter holding the lock
-	W5  = "w5"  // async: one goroutine issuing LockAsync/UnlockAsync over many keys
-	Raw = "raw" // W1's loop over a bare transport (EVALSHA acquire+release)
+	UncontendedPairs = "w1"  // W1: uncontended lock+unlock pairs, one key per goroutine
+	ContendedKeys    = "w2"  // W2: contended: blocking acquire on few keys, mutual exclusion, fairness
+	HeldMany         = "w3"  // W3: N locks held under a watchdog
+	Handoff          = "w4"  // W4: hand-off latency: unlock to the next waiter holding the lock
+	AsyncPairs       = "w5"  // W5: async: one goroutine issuing LockAsync/UnlockAsync over many keys
+	Raw              = "raw" // W1's loop over a bare transport (EVALSHA acquire+release)
 
-	// W2 and W4 with the contenders spread over processes: Spec.Processes
-	// processes of Spec.Goroutines goroutines each, every process its own
-	// client of the library, one common window (RunSpread).
-	W2x = "w2x"
-	W4x = "w4x"
+	// W2 and W4 with the contenders spread over processes (W2x, W4x):
+	// Spec.Processes processes of Spec.Goroutines goroutines each, every
+	// process its own client of the library, one common window (RunSpread).
+	ContendedKeysSpread = "w2x"
+	HandoffSpread       = "w4x"
 )
 
 // Contended reports whether w is W2 or W4, in one process or spread over
 // several.
-func Contended(w string) bool { return w == W2 || w == W4 || w == W2x || w == W4x }
+func Contended(w string) bool {
+	return w == ContendedKeys || w == Handoff || w == ContendedKeysSpread || w == HandoffSpread
+}
 
 // Spread reports whether w runs its contenders in several processes.
-func Spread(w string) bool { return w == W2x || w == W4x }
+func Spread(w string) bool { return w == ContendedKeysSpread || w == HandoffSpread }
 
 // Defaults for Spec fields left zero.
 const (
@@ -137,15 +142,15 @@ func RunDetailed(ctx context.Context, lib Library, spec Spec, win Window) (Recor
 	var err error
 	var d *ProcessDetail
 	switch spec.Workload {
-	case W1, Raw:
+	case UncontendedPairs, Raw:
 		err = runPairs(ctx, lib, spec, win, &r)
-	case W2, W2x:
+	case ContendedKeys, ContendedKeysSpread:
 		d, err = runContended(ctx, lib, spec, win, &r)
-	case W3:
+	case HeldMany:
 		err = runHeld(ctx, lib, spec, win, &r)
-	case W4, W4x:
+	case Handoff, HandoffSpread:
 		d, err = runHandoff(ctx, lib, spec, win, &r)
-	case W5:
+	case AsyncPairs:
 		err = runAsync(ctx, lib, spec, win, &r)
 	default:
 		return r, nil, fmt.Errorf("workload: unknown workload %q (want w1..w5, w2x, w4x or raw)", spec.Workload)

@@ -76,7 +76,7 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	var f CaseFlags
 	s := &f.Spec
 	fs.StringVar(&f.Addr, "addr", "127.0.0.1:6379", "redis-server address")
-	fs.StringVar(&s.Workload, "workload", W1, "workload: w1, w2, w3, w4, w5 or raw")
+	fs.StringVar(&s.Workload, "workload", UncontendedPairs, "workload: w1, w2, w3, w4, w5 or raw")
 	fs.StringVar(&s.Library, "lib", "", "library (name[:variant]): "+strings.Join(names(factories), ", "))
 	fs.IntVar(&s.Goroutines, "g", 1, "goroutines")
 	fs.IntVar(&s.Keys, "keys", 1, "keys (W2/W4: shared keys; W3: locks held; W5: keys in flight)")
@@ -132,7 +132,7 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 		win = &stdioWindow{in: bufio.NewReader(stdin), out: out}
 	}
 	goroutines := s.Goroutines
-	if s.Workload == W3 {
+	if s.Workload == HeldMany {
 		goroutines = defaultAcquirers
 	}
 	rec, detail, err := runCase(ctx, factory, Config{

@@ -5,19 +5,15 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/locksmith-go/locksmith/internal/proccpu"
 )
 
 // ProcessCPU returns the CPU time (user + system) this process has used so
-// far, from getrusage(RUSAGE_SELF): every thread, the Go runtime's included.
-func ProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+// far (getrusage(RUSAGE_SELF) on Unix, GetProcessTimes on Windows): every
+// thread, the Go runtime's included.
+func ProcessCPU() time.Duration { return proccpu.Used() }
 
 // Cores converts CPU time used over a wall-clock interval into cores (1.0 =
 // one core busy all the time). It returns 0 for an empty interval.

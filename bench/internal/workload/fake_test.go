@@ -170,7 +170,7 @@ func (a *memAsync) Close() error {
 }
 
 // stuckLib never returns from Lock until release is closed, whatever ctx
-// says (rueidislock's failure mode in BENCHMARKS.md finding 1).
+// says: rueidislock's failure mode, a Lock that blocks forever on a free key.
 type stuckLib struct {
 	release chan struct{}
 }

@@ -124,7 +124,7 @@ func (l *RawLock) Lock(ctx context.Context, name string) (Held, error) {
 // unlock message or when the holder's lease runs out.
 func (b *rawBound) Lock(ctx context.Context) (Held, error) {
 	l, keys, args := b.l, b.acqKeys, b.acqArgs
-	ttl, granted, err := l.acquire(ctx, keys, args)
+	_, granted, err := l.acquire(ctx, keys, args)
 	if err != nil || granted {
 		return b.held(err)
 	}
@@ -135,7 +135,7 @@ func (b *rawBound) Lock(ctx context.Context) (Held, error) {
 	defer l.unsubscribe(b.unlockChannel, sub)
 	var timer *time.Timer
 	for {
-		ttl, granted, err = l.acquire(ctx, keys, args)
+		ttl, granted, err := l.acquire(ctx, keys, args)
 		if err != nil || granted {
 			return b.held(err)
 		}

@@ -73,10 +73,11 @@ func TestRawLockRunsRlockScriptsAsRlockDoes(t *testing.T) {
 	if err := h.Unlock(ctx); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("second Unlock: %v, want ErrNotOwner", err)
 	}
-	want := [][]string{
-		{"EVALSHA", AcquireScript.SHA, "1", "raw", "10000", owner},
-		{"EVALSHA", ReleaseScript.SHA, "2", "raw", "redisson_lock__channel:{raw}", owner, "1", "10000", "0", "publish"},
-	}
+	keys := LockKeys("raw")
+	acq := append(append([]string{"EVALSHA", AcquireScript.SHA, "5"}, keys...), "10000", owner, "", QueueLiveness, "0",
+		"", "publish")
+	rel := append(append([]string{"EVALSHA", ReleaseScript.SHA, "5"}, keys...), owner, "1", "10000", "0", "publish")
+	want := [][]string{acq, rel}
 	for i, w := range want {
 		if got := tr.calls[i]; !slices.Equal(got, w) {
 			t.Errorf("call %d = %q, want %q", i, got, w)

@@ -49,7 +49,7 @@ func runSpread(t *testing.T, s Spec, srv *redistest.Server) Record {
 
 func TestSpreadCatchesALockThatDoesNotExcludeAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
-	r := runSpread(t, spreadSpec(W2x, "broken", 3, 2, 1, srv), srv)
+	r := runSpread(t, spreadSpec(ContendedKeysSpread, "broken", 3, 2, 1, srv), srv)
 	if r.MarkerViolations == 0 {
 		t.Errorf("the owner marker saw no overlap in %d acquisitions of a lock that never excludes", r.Ops)
 	}
@@ -65,7 +65,7 @@ func TestSpreadCatchesALockThatDoesNotExcludeAcrossProcesses(t *testing.T) {
 
 func TestSpreadFindsNoViolationWithALockThatExcludes(t *testing.T) {
 	srv := redistest.Start(t)
-	r := runSpread(t, spreadSpec(W2x, "poll", 3, 2, 2, srv), srv)
+	r := runSpread(t, spreadSpec(ContendedKeysSpread, "poll", 3, 2, 2, srv), srv)
 	if r.Ops == 0 || r.OpsPerSec <= 0 || r.LatencyCount != r.Ops {
 		t.Fatalf("acquisitions %d (%v/s), latencies %d", r.Ops, r.OpsPerSec, r.LatencyCount)
 	}
@@ -91,7 +91,7 @@ func TestSpreadFindsNoViolationWithALockThatExcludes(t *testing.T) {
 
 func TestSpreadHandoffWakesTheReleaserInAnotherProcess(t *testing.T) {
 	srv := redistest.Start(t)
-	r := runSpread(t, spreadSpec(W4x, "poll", 2, 1, 1, srv), srv)
+	r := runSpread(t, spreadSpec(HandoffSpread, "poll", 2, 1, 1, srv), srv)
 	// One goroutine per process: every hand-off crosses processes, and a
 	// releaser only asks again once the other process's holder woke it.
 	if r.Ops == 0 || r.LatencyCount == 0 || r.P50us <= 0 {
@@ -107,7 +107,7 @@ func TestSpreadHandoffWakesTheReleaserInAnotherProcess(t *testing.T) {
 
 func TestServerCheckCatchesALockThatDoesNotExcludeInOneProcess(t *testing.T) {
 	srv := redistest.Start(t)
-	s := spreadSpec(W2, "broken", 1, 4, 1, srv)
+	s := spreadSpec(ContendedKeys, "broken", 1, 4, 1, srv)
 	r := run(t, brokenLock{}, s)
 	if r.MarkerViolations == 0 || r.ServerCounterGot >= r.ServerCounterExpected {
 		t.Fatalf("markers %d, server counter %d/%d: the server-side check missed a lock that never excludes",
@@ -148,7 +148,7 @@ func TestMergeSpreadSumsAndMergesLatencies(t *testing.T) {
 		{PerGoroutine: []int64{50, 49}, Latency: a.Export()},
 		{PerGoroutine: []int64{1, 0}, Reacq: 1, Latency: b.Export()},
 	}
-	r, err := MergeSpread(Spec{Workload: W2x, Goroutines: 2, Keys: 1}, recs, det)
+	r, err := MergeSpread(Spec{Workload: ContendedKeysSpread, Goroutines: 2, Keys: 1}, recs, det)
 	if err != nil {
 		t.Fatal(err)
 	}

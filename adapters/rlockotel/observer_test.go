@@ -1,0 +1,182 @@
+package rlockotel
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
+}
+
+// attrOf returns the value of key among a span's attributes.
+func attrOf(attrs []attribute.KeyValue, key attribute.Key) (attribute.Value, bool) {
+	for _, a := range attrs {
+		if a.Key == key {
+			return a.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+// After real lock traffic against a real redis-server, the in-memory exporters hold the acquire and unlock spans
+// (children of the caller's span, named after the lock) and the metrics.
+func TestSpansAndMetricsAfterLockTraffic(t *testing.T) {
+	srv := redistest.Start(t)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer tp.Shutdown(context.Background())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	o, err := New(Options{MeterProvider: mp, TracerProvider: tp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rlock.NewClient(rlock.Config{Observer: o, Conn: conn.Config{Addr: srv.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	o.Watch(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	ctx, request := tp.Tracer("test").Start(ctx, "request")
+	l := c.Lock("orders:7")
+	held, err := l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(ctx, 20*time.Millisecond, 0); !errors.Is(err, rlock.ErrNotAcquired) {
+		t.Fatalf("TryLock = %v", err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := gauge(rm, "locksmith.locks.held"); !ok || v != 1 {
+		t.Errorf("locksmith.locks.held = %d (%v) while held, want 1", v, ok)
+	}
+	if err := l.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	request.End()
+
+	byName := map[string][]tracetest.SpanStub{}
+	for _, s := range spans.GetSpans() {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	if len(byName["rlock.acquire"]) != 2 || len(byName["rlock.unlock"]) != 1 {
+		t.Fatalf("spans: %d acquire, %d unlock; want 2 and 1", len(byName["rlock.acquire"]), len(byName["rlock.unlock"]))
+	}
+	reqID := request.SpanContext().SpanID()
+	outcomes := map[string]bool{}
+	for _, s := range append(byName["rlock.acquire"], byName["rlock.unlock"]...) {
+		if v, ok := attrOf(s.Attributes, KeyLockName); !ok || v.AsString() != "orders:7" {
+			t.Errorf("%s span without the lock's name: %v", s.Name, s.Attributes)
+		}
+		if s.Parent.SpanID() != reqID {
+			t.Errorf("%s span's parent is %v, want the caller's span %v", s.Name, s.Parent.SpanID(), reqID)
+		}
+		if !s.EndTime.After(s.StartTime) {
+			t.Errorf("%s span has no duration: %v to %v", s.Name, s.StartTime, s.EndTime)
+		}
+		if v, ok := attrOf(s.Attributes, KeyAcquireOutcome); ok {
+			outcomes[v.AsString()] = true
+			if v.AsString() == "timeout" && s.EndTime.Sub(s.StartTime) < 20*time.Millisecond {
+				t.Errorf("the timed-out acquire's span lasts %v, under its wait", s.EndTime.Sub(s.StartTime))
+			}
+		}
+	}
+	if !outcomes["acquired"] || !outcomes["timeout"] {
+		t.Errorf("acquire outcomes in the spans: %v", outcomes)
+	}
+
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := histogramCounts(rm, "locksmith.acquire.duration", KeyAcquireOutcome)
+	if counts["acquired"] != 1 || counts["timeout"] != 1 {
+		t.Errorf("locksmith.acquire.duration counts by outcome = %v, want acquired 1, timeout 1", counts)
+	}
+	if n := histogramCounts(rm, "locksmith.hold.duration", "")[""]; n != 1 {
+		t.Errorf("locksmith.hold.duration count = %d, want 1", n)
+	}
+	if n := sum(rm, "locksmith.releases", KeyReleaseResult, "released"); n != 1 {
+		t.Errorf("locksmith.releases{released} = %d, want 1", n)
+	}
+	if n := sum(rm, "locksmith.connection.events", KeyEventKind, "connected"); n < 1 {
+		t.Errorf("locksmith.connection.events{connected} = %d", n)
+	}
+	if v, ok := gauge(rm, "locksmith.locks.held"); !ok || v != 0 {
+		t.Errorf("locksmith.locks.held = %d (%v) after the unlock, want 0", v, ok)
+	}
+}
+
+// find returns the metric called name.
+func find(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics, bool) {
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name == name {
+				return m, true
+			}
+		}
+	}
+	return metricdata.Metrics{}, false
+}
+
+func gauge(rm metricdata.ResourceMetrics, name string) (int64, bool) {
+	m, ok := find(rm, name)
+	if !ok {
+		return 0, false
+	}
+	g, ok := m.Data.(metricdata.Gauge[int64])
+	if !ok || len(g.DataPoints) != 1 {
+		return 0, false
+	}
+	return g.DataPoints[0].Value, true
+}
+
+// histogramCounts returns a histogram's counts by the value of key ("" for all of them together).
+func histogramCounts(rm metricdata.ResourceMetrics, name string, key attribute.Key) map[string]uint64 {
+	out := map[string]uint64{}
+	m, ok := find(rm, name)
+	if !ok {
+		return out
+	}
+	h, _ := m.Data.(metricdata.Histogram[float64])
+	for _, dp := range h.DataPoints {
+		v, _ := dp.Attributes.Value(key)
+		out[v.AsString()] += dp.Count
+	}
+	return out
+}
+
+// sum returns a counter's value where key has value.
+func sum(rm metricdata.ResourceMetrics, name string, key attribute.Key, value string) int64 {
+	m, ok := find(rm, name)
+	if !ok {
+		return 0
+	}
+	s, _ := m.Data.(metricdata.Sum[int64])
+	var n int64
+	for _, dp := range s.DataPoints {
+		if v, _ := dp.Attributes.Value(key); v.AsString() == value {
+			n += dp.Value
+		}
+	}
+	return n
+}
