@@ -158,7 +158,7 @@ func (ck *checker) check(ctx context.Context, name string) error {
 	return nil
 }
 
-// quiescent reports whether the server holds nothing of the names and no discrepancy is open.
+// quiescent reports whether the server holds nothing of the names.
 func (ck *checker) quiescent(ctx context.Context, names []string) (bool, error) {
 	for _, name := range names {
 		server, err := ck.serverHolds(ctx, name)

@@ -105,7 +105,7 @@ func (f *faulter) killPubSub(ctx context.Context, name string) {
 			}
 		}
 		if match && id != "" {
-			f.admin.Do(ctx, "CLIENT", "KILL", "ID", id).Get(ctx) //nolint:errcheck // it may have gone already
+			_, _ = f.admin.Do(ctx, "CLIENT", "KILL", "ID", id).Get(ctx) // it may have gone already
 		}
 	}
 }
