@@ -102,6 +102,10 @@ func subscribed(t testing.TB, srv server, channel string) {
 	})
 }
 
+// idle reports whether a client's Stats show nothing going on: no hold, no waiter, no subscription. (Its counters
+// since the client was created, such as the orphaned grants it released, may be anything.)
+func idle(s rlock.Stats) bool { return s.Held == 0 && s.Waiters == 0 && s.Queues == 0 }
+
 // observerFunc adapts functions to rlock.Observer.
 type observerFunc struct {
 	rlock.NopObserver

@@ -126,7 +126,7 @@ func TestAcquireOutcomesMixedStress(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, "every lock, hold, waiter and subscription to be gone", func() bool {
 		for _, c := range clients {
-			if c.Stats() != (rlock.Stats{}) {
+			if !idle(c.Stats()) {
 				return false
 			}
 		}
