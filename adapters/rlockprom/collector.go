@@ -25,6 +25,10 @@
 //	                                              connection's role (command, pubsub, sentinel; "" for failover)
 //	locksmith_pubsub_denied_total{command}        the server's first refusal of publish or subscribe permission
 //	locksmith_publishes_refused_total             wake-up messages the server refused (see docs/acl.md)
+//	locksmith_grants_orphaned_total{outcome}      grants no caller held (an acquire whose outcome was unknown,
+//	                                              or one abandoned while granted): released by the client, or
+//	                                              expired (left to its lease), as rlock.Stats' OrphansReleased
+//	                                              and OrphansExpired count them; both are exported from zero
 //	locksmith_locks_held                          gauge: locks held through the watched Clients
 //	locksmith_waiters                             gauge: calls waiting for a lock, permits or a latch
 //
@@ -67,6 +71,11 @@ type Collector struct {
 	lost          *prometheus.CounterVec
 	connEvents    *prometheus.CounterVec
 	denied        *prometheus.CounterVec
+	orphans       *prometheus.CounterVec
+
+	// The orphan counters by outcome, made in New: an orphan is rare, and an alert on its increase needs both
+	// series exported at zero before the first one.
+	orphansReleased, orphansExpired prometheus.Counter
 
 	heldDesc, waitersDesc, refusedDesc *prometheus.Desc
 
@@ -121,7 +130,11 @@ func New(opts Options) *Collector {
 			"Calls of the watched Clients waiting for a lock, permits or a latch.", nil, cl),
 		refusedDesc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "publishes_refused_total"),
 			"Wake-up messages of the watched Clients' scripts the server refused for want of permission.", nil, cl),
+		orphans: counter("grants_orphaned_total", "Grants no caller held (an acquire whose outcome was unknown, "+
+			"or one abandoned while granted), by outcome: released, or expired (left to its lease).", "outcome"),
 	}
+	c.orphansReleased = c.orphans.WithLabelValues("released")
+	c.orphansExpired = c.orphans.WithLabelValues("expired")
 	return c
 }
 
@@ -186,6 +199,15 @@ func (c *Collector) PubSubDenied(e rlock.PubSubDeniedEvent) {
 	c.denied.WithLabelValues(e.Command).Inc()
 }
 
+// Orphan records an orphaned grant's outcome: released, or left to its lease.
+func (c *Collector) Orphan(e rlock.OrphanEvent) {
+	if e.Released {
+		c.orphansReleased.Inc()
+		return
+	}
+	c.orphansExpired.Inc()
+}
+
 // Describe sends the descriptors of every metric. Part of prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.collectors() {
@@ -221,5 +243,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // collectors are the Collector's own metric vectors.
 func (c *Collector) collectors() []prometheus.Collector {
 	return []prometheus.Collector{c.acquireWait, c.hold, c.releases, c.renewals, c.renewalBatch, c.renewalFailed,
-		c.lost, c.connEvents, c.denied}
+		c.lost, c.connEvents, c.denied, c.orphans}
 }

@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/faultproxy"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 	"github.com/prometheus/client_golang/prometheus"
@@ -158,5 +160,95 @@ func TestMetricsAfterLockTraffic(t *testing.T) {
 	}
 	if samples[`locksmith_renewal_batch_seconds_count{service="test"}`] < 1 {
 		t.Error("no renewal round trip reported")
+	}
+}
+
+// orphanSignalling passes the Orphan events to the Collector and then to the test.
+type orphanSignalling struct {
+	*Collector
+	orphans chan rlock.OrphanEvent
+}
+
+func (s orphanSignalling) Orphan(e rlock.OrphanEvent) {
+	s.Collector.Orphan(e)
+	s.orphans <- e
+}
+
+// Two acquires whose replies a proxy holds up past the response timeout: the server granted both, and no caller
+// holds either. The client releases the grant to its own owner once replies flow, and leaves the grant to a
+// pinned owner to its lease; the counter reports one of each, as the Client's Stats do.
+func TestOrphanedGrantsByOutcome(t *testing.T) {
+	srv := redistest.Start(t)
+	px := faultproxy.Start(t, srv.Addr())
+	m := New(Options{})
+	orphans := make(chan rlock.OrphanEvent, 2)
+	c, err := rlock.NewClient(rlock.Config{Observer: orphanSignalling{Collector: m, orphans: orphans},
+		RetryDelay: 50 * time.Millisecond, Conn: conn.Config{Addr: px.Addr(), ResponseTimeout: 500 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m)
+	web := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	defer web.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	const released, expired = `locksmith_grants_orphaned_total{outcome="released"}`,
+		`locksmith_grants_orphaned_total{outcome="expired"}`
+	samples := scrape(t, web.URL)
+	for _, name := range []string{released, expired} {
+		if got, ok := samples[name]; !ok || got != 0 {
+			t.Errorf("before any orphan: %s = %v (exposed: %v), want 0", name, got, ok)
+		}
+	}
+
+	// The script is loaded first: an EVALSHA the server does not know is refused, and grants nothing.
+	warm := c.Lock("warm")
+	held, err := warm.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	px.Stall(faultproxy.Downstream)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, acq := range []context.Context{ctx, rlock.WithOwner(ctx, "7")} {
+		wg.Add(1)
+		go func() { // owned by the test; waited for by wg
+			defer wg.Done()
+			_, errs[i] = c.Lock("orphan:" + strconv.Itoa(i)).Lock(acq)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var ou *rlock.OutcomeUnknownError
+		if !errors.As(err, &ou) || ou.Releasing != (i == 0) {
+			t.Fatalf("acquire %d: %v, want an *OutcomeUnknownError, releasing only for the client's own owner", i, err)
+		}
+	}
+	px.Restore()
+	seen := map[bool]int{}
+	for range 2 {
+		select {
+		case e := <-orphans:
+			seen[e.Released]++
+		case <-ctx.Done():
+			t.Fatalf("orphan events: %v, want one released and one left to its lease", seen)
+		}
+	}
+	if seen[true] != 1 || seen[false] != 1 {
+		t.Fatalf("orphan events by Released: %v, want one of each", seen)
+	}
+
+	s := c.Stats()
+	samples = scrape(t, web.URL)
+	for name, want := range map[string]int64{released: s.OrphansReleased, expired: s.OrphansExpired} {
+		if got, ok := samples[name]; !ok || got != 1 || int64(got) != want {
+			t.Errorf("%s = %v (exposed: %v), want 1 as in Stats %+v", name, got, ok, s)
+		}
 	}
 }

@@ -53,13 +53,17 @@ func Example() {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "locksmith_acquire_wait_seconds_count") || strings.HasPrefix(line, "locksmith_releases_total") ||
-			strings.HasPrefix(line, "locksmith_locks_held") {
-			fmt.Println(line)
+		for _, metric := range []string{"locksmith_acquire_wait_seconds_count", "locksmith_grants_orphaned_total",
+			"locksmith_locks_held", "locksmith_releases_total"} {
+			if strings.HasPrefix(line, metric) {
+				fmt.Println(line)
+			}
 		}
 	}
 	// Output:
 	// locksmith_acquire_wait_seconds_count{outcome="acquired"} 1
+	// locksmith_grants_orphaned_total{outcome="expired"} 0
+	// locksmith_grants_orphaned_total{outcome="released"} 0
 	// locksmith_locks_held 0
 	// locksmith_releases_total{result="released"} 1
 }
