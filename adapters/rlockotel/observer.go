@@ -30,6 +30,10 @@
 //	locksmith.locks.held           gauge: locks held through the watched Clients
 //	locksmith.waiters              gauge: calls of the watched Clients waiting
 //	locksmith.publishes.refused    counter: wake-up messages the server refused (see docs/acl.md)
+//	locksmith.grants.orphaned      counter, rlock.orphan.outcome: released, expired — grants no caller held (an
+//	                               acquire whose outcome was unknown, or one abandoned while granted), released
+//	                               by the client or left to their lease, as rlock.Stats' OrphansReleased and
+//	                               OrphansExpired count them; both are recorded from zero
 //
 // Lock names are span attributes, never metric attributes: a service may use millions of them.
 package rlockotel
@@ -65,6 +69,7 @@ const (
 	KeyEventKind      = attribute.Key("conn.event.kind")
 	KeyConnRole       = attribute.Key("conn.role")
 	KeyPubSubCommand  = attribute.Key("rlock.pubsub.command")
+	KeyOrphanOutcome  = attribute.Key("rlock.orphan.outcome")
 )
 
 // Options configures an Observer. The zero value uses the global providers.
@@ -87,12 +92,14 @@ type Observer struct {
 	acquire, hold, renewalTook     metric.Float64Histogram
 	releases, renewals, lost       metric.Int64Counter
 	renewalFailures, conns, denied metric.Int64Counter
+	orphans                        metric.Int64Counter
 
 	// The measurement options of the fixed attribute values, made once: an event records without allocating.
 	outcome                             map[rlock.AcquireOutcome]metric.MeasurementOption
 	acquired                            metric.MeasurementOption
 	released, notHeld, releaseErr       metric.MeasurementOption
 	renewed, gone, lostLock, lostExpiry metric.MeasurementOption
+	orphanReleased, orphanExpired       metric.MeasurementOption
 
 	mu      sync.Mutex
 	clients []*rlock.Client
@@ -139,6 +146,8 @@ func New(opts Options) (*Observer, error) {
 	o.lost = count("locksmith.locks.lost", "Held locks lost without an Unlock, by cause.")
 	o.conns = count("locksmith.connection.events", "Changes in the transport's connections.")
 	o.denied = count("locksmith.pubsub.denied", "The server's first refusal of a pub/sub permission.")
+	o.orphans = count("locksmith.grants.orphaned",
+		"Grants no caller held, released by the client or left to their lease, by outcome.")
 	held, err := m.Int64ObservableGauge("locksmith.locks.held",
 		metric.WithDescription("Locks held through the watched Clients."))
 	errs = append(errs, err)
@@ -177,6 +186,10 @@ func New(opts Options) (*Observer, error) {
 		attr(KeyReleaseResult, "error")
 	o.renewed, o.gone = attr(KeyRenewalResult, "renewed"), attr(KeyRenewalResult, "gone")
 	o.lostLock, o.lostExpiry = attr(KeyLostCause, "lost"), attr(KeyLostCause, "lease_expired")
+	o.orphanReleased, o.orphanExpired = attr(KeyOrphanOutcome, "released"), attr(KeyOrphanOutcome, "expired")
+	// An orphan is rare, and an alert on its increase needs both series recorded at zero before the first one.
+	o.orphans.Add(context.Background(), 0, o.orphanReleased)
+	o.orphans.Add(context.Background(), 0, o.orphanExpired)
 	return o, nil
 }
 
@@ -266,6 +279,15 @@ func (o *Observer) Connection(e conn.Event) {
 // PubSubDenied records the server's first refusal of a pub/sub permission.
 func (o *Observer) PubSubDenied(e rlock.PubSubDeniedEvent) {
 	o.denied.Add(context.Background(), 1, metric.WithAttributes(KeyPubSubCommand.String(e.Command)))
+}
+
+// Orphan records an orphaned grant's outcome: released, or left to its lease.
+func (o *Observer) Orphan(e rlock.OrphanEvent) {
+	opt := o.orphanExpired
+	if e.Released {
+		opt = o.orphanReleased
+	}
+	o.orphans.Add(context.Background(), 1, opt)
 }
 
 // span records a finished span of took ending now, a child of the span in parent's values.

@@ -3,10 +3,13 @@ package rlockotel
 import (
 	"context"
 	"errors"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/faultproxy"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 	"go.opentelemetry.io/otel/attribute"
@@ -126,6 +129,101 @@ func TestSpansAndMetricsAfterLockTraffic(t *testing.T) {
 	}
 }
 
+// orphanSignalling passes the Orphan events to the Observer and then to the test.
+type orphanSignalling struct {
+	*Observer
+	orphans chan rlock.OrphanEvent
+}
+
+func (s orphanSignalling) Orphan(e rlock.OrphanEvent) {
+	s.Observer.Orphan(e)
+	s.orphans <- e
+}
+
+// Two acquires whose replies a proxy holds up past the response timeout: the server granted both, and no caller
+// holds either. The client releases the grant to its own owner once replies flow, and leaves the grant to a
+// pinned owner to its lease; the counter records one of each, as the Client's Stats do.
+func TestOrphanedGrantsByOutcome(t *testing.T) {
+	srv := redistest.Start(t)
+	px := faultproxy.Start(t, srv.Addr())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	o, err := New(Options{MeterProvider: mp, NoSpans: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphans := make(chan rlock.OrphanEvent, 2)
+	c, err := rlock.NewClient(rlock.Config{Observer: orphanSignalling{Observer: o, orphans: orphans},
+		RetryDelay: 50 * time.Millisecond, Conn: conn.Config{Addr: px.Addr(), ResponseTimeout: 500 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, outcome := range []string{"released", "expired"} {
+		if n, ok := point(rm, "locksmith.grants.orphaned", KeyOrphanOutcome, outcome); !ok || n != 0 {
+			t.Errorf("before any orphan: locksmith.grants.orphaned{%s} = %d (recorded: %v), want 0", outcome, n, ok)
+		}
+	}
+
+	// The script is loaded first: an EVALSHA the server does not know is refused, and grants nothing.
+	warm := c.Lock("warm")
+	held, err := warm.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(held); err != nil {
+		t.Fatal(err)
+	}
+	px.Stall(faultproxy.Downstream)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, acq := range []context.Context{ctx, rlock.WithOwner(ctx, "7")} {
+		wg.Add(1)
+		go func() { // owned by the test; waited for by wg
+			defer wg.Done()
+			_, errs[i] = c.Lock("orphan:" + strconv.Itoa(i)).Lock(acq)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		var ou *rlock.OutcomeUnknownError
+		if !errors.As(err, &ou) || ou.Releasing != (i == 0) {
+			t.Fatalf("acquire %d: %v, want an *OutcomeUnknownError, releasing only for the client's own owner", i, err)
+		}
+	}
+	px.Restore()
+	seen := map[bool]int{}
+	for range 2 {
+		select {
+		case e := <-orphans:
+			seen[e.Released]++
+		case <-ctx.Done():
+			t.Fatalf("orphan events: %v, want one released and one left to its lease", seen)
+		}
+	}
+	if seen[true] != 1 || seen[false] != 1 {
+		t.Fatalf("orphan events by Released: %v, want one of each", seen)
+	}
+
+	s := c.Stats()
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	for outcome, want := range map[string]int64{"released": s.OrphansReleased, "expired": s.OrphansExpired} {
+		if n, ok := point(rm, "locksmith.grants.orphaned", KeyOrphanOutcome, outcome); !ok || n != 1 || n != want {
+			t.Errorf("locksmith.grants.orphaned{%s} = %d (recorded: %v), want 1 as in Stats %+v", outcome, n, ok, s)
+		}
+	}
+}
+
 // find returns the metric called name.
 func find(rm metricdata.ResourceMetrics, name string) (metricdata.Metrics, bool) {
 	for _, sm := range rm.ScopeMetrics {
@@ -179,4 +277,19 @@ func sum(rm metricdata.ResourceMetrics, name string, key attribute.Key, value st
 		}
 	}
 	return n
+}
+
+// point returns a counter's value where key has value, and whether that data point was recorded at all.
+func point(rm metricdata.ResourceMetrics, name string, key attribute.Key, value string) (int64, bool) {
+	m, ok := find(rm, name)
+	if !ok {
+		return 0, false
+	}
+	s, _ := m.Data.(metricdata.Sum[int64])
+	for _, dp := range s.DataPoints {
+		if v, _ := dp.Attributes.Value(key); v.AsString() == value {
+			return dp.Value, true
+		}
+	}
+	return 0, false
 }
