@@ -150,7 +150,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	}
 	c.wd.init(c)
 	c.watchdogGrant.lease = min(r.WatchdogTimeout, queueLiveness)
-	c.watchdogGrant.arg = "g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10)
+	c.watchdogGrant.specs = specsOf("g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10))
 	c.retries.set = make(map[*retry]struct{})
 	return c
 }

@@ -48,8 +48,7 @@ func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
 	c := l.c
 	k := plainKeys(l.name)
 	return fencedAcquireScript, append(k[:], prefixName(lockTokenPrefix, l.name)), []string{lc.leaseArg(),
-		lc.owner, lc.entryArg(), queueLivenessArg,
-		lc.claimArg(), lc.nonceArg(), c.pub}
+		lc.owner, lc.attemptSpec(), c.pub}
 }
 
 func (l *FencedLock) decode(v resp.Value, err error) outcome {

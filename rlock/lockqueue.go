@@ -44,11 +44,16 @@ const (
 	queueLinger = time.Second
 )
 
-var queueLivenessArg = strconv.FormatInt(queueLiveness.Milliseconds(), 10)
+// queueLivenessMillis is queueLiveness as the scripts read it.
+var queueLivenessMillis = strconv.FormatInt(queueLiveness.Milliseconds(), 10)
 
-// wakeEntryArg is the entry kind of a waiter that takes the lock with its own attempt (a fenced lock's, or any
-// plain waiter while grants wait for replicas): only woken, never granted by someone else, so its lease is unused.
-const wakeEntryArg = "w0"
+// wakeSpecs are the specs (see lockqueue_scripts.go) of a waiter that takes the lock with its own attempt (a fenced
+// lock's, or any plain waiter while grants wait for replicas), with its flag "0" and "1": its entry kind is 'w',
+// only woken, never granted by someone else, so its lease is unused.
+var wakeSpecs = specsOf("w0")
+
+// specsOf returns the specs of entry kind k with the flag "0" and "1", the nonce the owner's id.
+func specsOf(k string) [2]string { return [2]string{k + ":0:", k + ":1:"} }
 
 // The queue's part of a lock call: its nonce identifies the call in its client's grant messages — the owner's id
 // when the owner was made for the call, else a number drawn for it (lockCall.nonceMinted; kept in lockCall.token
@@ -70,27 +75,30 @@ func (lc *lockCall) initQueueCall(own owner) {
 	lc.wakeOnly = lc.lo.rules != nil || c.synced()
 }
 
-// entryArg is the call's entry kind and lease (ARGV[3] of its attempts): "" for a try, or a call that waits without
-// a place in the queue, which are never queued.
-func (lc *lockCall) entryArg() string {
+// specArg is the call's spec (ARGV[3] of its attempts and its leave; see lockqueue_scripts.go) with flag: "" for a
+// try, or a call that waits without a place in the queue, which are never queued. A call whose nonce is its
+// owner's id (the common case) gets a cached string; a minted nonce makes one.
+func (lc *lockCall) specArg(flag bool) string {
+	var specs *[2]string
 	switch {
 	case lc.noWait || !lc.serverQueue:
 		return ""
 	case lc.wakeOnly:
-		return wakeEntryArg
+		specs = &wakeSpecs
+	default:
+		specs = lc.sh.c.grantSpecs(lc.grantLease())
 	}
-	return lc.sh.c.grantEntryArg(lc.grantLease())
-}
-
-// nonceArg is the script argument for the call's nonce: "" when it is the owner's id.
-func (lc *lockCall) nonceArg() string {
+	f := 0
+	if flag {
+		f = 1
+	}
 	if !lc.nonceMinted {
-		return ""
+		return specs[f]
 	}
-	return strconv.FormatInt(lc.token, 10)
+	return specs[f] + strconv.FormatInt(lc.token, 10)
 }
 
-// nonce is the call's queue nonce (see nonceArg).
+// nonce is the call's queue nonce: its owner's id, or the number minted for it.
 func (lc *lockCall) nonce() uint64 {
 	if lc.nonceMinted {
 		return uint64(lc.token)
@@ -117,30 +125,31 @@ func (lc *lockCall) grantLease() time.Duration {
 	return lc.lease
 }
 
-// grantEntryArg is "g<lease in ms>", the entry kind of a waiter that may be granted the lock with that lease. The
-// watchdog's is made once; others are cached one at a time (a process usually waits with one or two leases).
-func (c *Client) grantEntryArg(lease time.Duration) string {
+// grantSpecs are the specs of a waiter that may be granted the lock with lease (entry kind "g<lease in ms>"), its
+// nonce its owner's id. The watchdog's are made once; others are cached one lease at a time (a process usually
+// waits with one or two leases).
+func (c *Client) grantSpecs(lease time.Duration) *[2]string {
 	if lease == c.watchdogGrant.lease {
-		return c.watchdogGrant.arg
+		return &c.watchdogGrant.specs
 	}
 	if e := c.lastGrant.Load(); e != nil && e.lease == lease {
-		return e.arg
+		return &e.specs
 	}
-	e := &leaseArgEntry{lease: lease, arg: "g" + strconv.FormatInt(lease.Milliseconds(), 10)}
+	e := &leaseSpecs{lease: lease, specs: specsOf("g" + strconv.FormatInt(lease.Milliseconds(), 10))}
 	c.lastGrant.Store(e)
-	return e.arg
+	return &e.specs
 }
 
-// leaseArgEntry is a lease and its entry argument.
-type leaseArgEntry struct {
+// leaseSpecs is a lease and its grant specs.
+type leaseSpecs struct {
 	lease time.Duration
-	arg   string
+	specs [2]string
 }
 
-// grantCache holds the entry arguments grantEntryArg reuses.
+// grantCache holds the specs grantSpecs reuses.
 type grantCache struct {
-	watchdogGrant leaseArgEntry
-	lastGrant     atomic.Pointer[leaseArgEntry]
+	watchdogGrant leaseSpecs
+	lastGrant     atomic.Pointer[leaseSpecs]
 }
 
 // refreshEvery is how often a queued waiter attempts again to keep its entry alive (and to claim a grant whose
@@ -149,14 +158,10 @@ func (lc *lockCall) refreshEvery() time.Duration {
 	return max(min(queueLiveness, lc.grantLease())/3, time.Millisecond)
 }
 
-// claimArg is ARGV[5] of an attempt: "1" once the call has been queued, so that a grant made to it is claimed
-// (see acquireSrc). Called without the shard mutex, after the attempt began (queued is written before).
-func (lc *lockCall) claimArg() string {
-	if lc.queued {
-		return "1"
-	}
-	return "0"
-}
+// attemptSpec is the spec of an attempt of lc: its flag says, once the call has been queued, that a grant made to
+// it is claimed (see acquireSrc). Called without the shard mutex, after the attempt began (queued is written
+// before).
+func (lc *lockCall) attemptSpec() string { return lc.specArg(lc.queued) }
 
 // queuedRefusal decodes a queued waiter's refusal: the head waits for the lock's release, bounded by its PTTL and
 // its refresh interval; a waiter behind it only for its refresh.
@@ -266,8 +271,8 @@ func (lc *lockCall) leave(later bool) {
 	var try func()
 	try = func() {
 		k := plainKeys(lc.lo.name)
-		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.entryArgOrWake(),
-			queueLivenessArg, "1", lc.nonceArg(), c.pub).OnComplete(func(v resp.Value, err error) {
+		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.leaveSpec(),
+			c.pub).OnComplete(func(v resp.Value, err error) {
 			if err == nil {
 				if v = c.published(lc.sh, lc.lo.name, v); v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
 					c.orphanSettled(lc.lo.name, lc.owner, true, nil) // a grant made to it was released
@@ -307,13 +312,13 @@ func (lc *lockCall) leave(later bool) {
 	}
 }
 
-// entryArgOrWake is the entry argument lc was queued with (a try that failed ambiguously was never queued; its
-// leave only looks for a grant).
-func (lc *lockCall) entryArgOrWake() string {
+// leaveSpec is the spec of lc's leave: the one it was queued with, its flag "1" (a grant made to it is looked for).
+// A try that failed ambiguously was never queued; its leave only looks for a grant.
+func (lc *lockCall) leaveSpec() string {
 	if lc.noWait {
-		return wakeEntryArg
+		return wakeSpecs[1]
 	}
-	return lc.entryArg()
+	return lc.specArg(true)
 }
 
 // grantedByRelease settles lc, named as next waiter by a release of this client sent at sentAt (state

@@ -21,8 +21,15 @@ import "strconv"
 // its token from its own script; with Config.SyncReplicas every grant must be followed by WAIT), which is only
 // woken. nonce is unique per call within its client, so a message can never be mistaken for another call's.
 //
-// Every script names all five keys (lock, unlock channel, queue, deadlines, grant-channel prefix) in this order,
-// so that a Redis Cluster and any proxy route them together; they share the lock's hash tag.
+// Every script names the three keys (lock, queue, deadlines) in this order, so that a Redis Cluster and any proxy
+// route them together and redirect them together while their slot migrates; they share the lock's hash tag. The
+// channels are not keys: the scripts derive their names from the queue's (unlockChannelLua, grantPrefixLua), which
+// keeps every EVALSHA to the strings it needs (each costs the server a string to parse and hand to Lua, a cost the
+// uncontended pair of scripts feels).
+//
+// A waiter's queue arguments travel in one string, its spec "<kind><lease>:<flag>:<nonce>": the entry's kind and
+// lease, a flag (the acquire's claim flag; the release's preference for its next waiter) and the nonce, empty when
+// it is the owner's id. Only the contended paths parse it.
 //
 // The uncontended path stays what it was: an acquire that finds neither lock nor queue, and a release that finds
 // no queue, run no other command than Redisson's script would (one EXISTS more each).
@@ -45,9 +52,9 @@ local function clock()
   return now
 end
 local function emptied()
-  redis.call('zrem', KEYS[4], ':chain', ':gap')
-  if redis.call('exists', KEYS[4]) == 1 then
-    redis.call('pexpire', KEYS[4], ` + markerMillis + `)
+  redis.call('zrem', KEYS[3], ':chain', ':gap')
+  if redis.call('exists', KEYS[3]) == 1 then
+    redis.call('pexpire', KEYS[3], ` + markerMillis + `)
   end
 end
 local function parse(e)
@@ -56,31 +63,31 @@ local function parse(e)
 end
 local function nudge(e)
   local k, l, n, o, u = parse(e)
-  pub(KEYS[5] .. ':' .. u, 'w' .. n)
+  pub(` + grantPrefixLua + ` .. ':' .. u, 'w' .. n)
 end
 local function live()
   clock()
   local dropped = false
   while true do
-    local e = redis.call('lindex', KEYS[3], 0)
+    local e = redis.call('lindex', KEYS[2], 0)
     if not e then
       emptied()
       return nil
     end
-    local d = redis.call('zscore', KEYS[4], e)
+    local d = redis.call('zscore', KEYS[3], e)
     if d and tonumber(d) > now and string.match(e, '^[gw]%d+:%d+:.+:') then
       if dropped and redis.call('exists', KEYS[1]) == 1 then nudge(e) end
       return e
     end
-    redis.call('lpop', KEYS[3])
-    redis.call('zrem', KEYS[4], e)
+    redis.call('lpop', KEYS[2])
+    redis.call('zrem', KEYS[3], e)
     dropped = true
   end
 end
 local function dequeue(e)
-  redis.call('lpop', KEYS[3])
-  redis.call('zrem', KEYS[4], e)
-  if redis.call('llen', KEYS[3]) == 0 then emptied() end
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], e)
+  if redis.call('llen', KEYS[2]) == 0 then emptied() end
 end
 `
 
@@ -95,7 +102,7 @@ const queueHandOverLua = `local function grant(o, l, n)
   redis.call('hset', KEYS[1], o, 1)
   redis.call('pexpire', KEYS[1], l)
   if n ~= string.match(o, ':([^:]*)$') then
-    redis.call('zadd', KEYS[4], n, ':g:' .. o)
+    redis.call('zadd', KEYS[3], n, ':g:' .. o)
   end
 end
 local function handOver(e, mine)
@@ -105,7 +112,7 @@ local function handOver(e, mine)
     grant(o, l, n)
     if u == mine then return true, n end
   end
-  pub(KEYS[5] .. ':' .. u, k .. n)
+  pub(` + grantPrefixLua + ` .. ':' .. u, k .. n)
   return k == 'g', false
 end
 `
@@ -125,29 +132,29 @@ end
 const queuePassOnLua = `local function passOn(mine, nxt)
   local head = live()
   if nxt and nxt.prefer then
-    redis.call('lrem', KEYS[3], 1, nxt.e)
+    redis.call('lrem', KEYS[2], 1, nxt.e)
     head = nil
   end
   if not head then
     redis.call('del', KEYS[1])
     if nxt then
-      redis.call('zrem', KEYS[4], nxt.e)
+      redis.call('zrem', KEYS[3], nxt.e)
       grant(nxt.o, nxt.l, nxt.n)
       return nxt.n
     end
-    pub(KEYS[2], '0')
+    pub(` + unlockChannelLua + `, '0')
     return 1
   end
-  local chain = redis.call('zscore', KEYS[4], ':chain')
+  local chain = redis.call('zscore', KEYS[3], ':chain')
   if not chain then
-    redis.call('zadd', KEYS[4], now, ':chain')
+    redis.call('zadd', KEYS[3], now, ':chain')
   elseif now - tonumber(chain) >= ` + chainMillis + ` then
     redis.call('del', KEYS[1])
-    redis.call('zrem', KEYS[4], ':chain')
-    redis.call('zadd', KEYS[4], now + ` + gapMillis + `, ':gap')
-    pub(KEYS[2], '0')
+    redis.call('zrem', KEYS[3], ':chain')
+    redis.call('zadd', KEYS[3], now + ` + gapMillis + `, ':gap')
+    pub(` + unlockChannelLua + `, '0')
     local k, l, n, o, u = parse(head)
-    pub(KEYS[5] .. ':' .. u, 'w' .. n)
+    pub(` + grantPrefixLua + ` .. ':' .. u, 'w' .. n)
     return 1
   end
   redis.call('del', KEYS[1])
@@ -175,19 +182,29 @@ const (
 // nothing), and a refused try its PTTL as ever.
 const queuedNotHead = -3
 
+// The names of a lock's channels, as Lua expressions derived from its queue's name (KEYS[2]), with which they share
+// the tail ":{<name>}" (":<name>" for a name that has braces: Redisson's prefixName): the unlock channel, and the
+// prefix of the clients' grant channels (each client's is the prefix, ':' and its UUID).
+const (
+	unlockChannelLua = `('` + lockChannelPrefix + `' .. string.sub(KEYS[2], #'` + lockQueuePrefix + `' + 1))`
+	grantPrefixLua   = `('` + lockGrantPrefix + `' .. string.sub(KEYS[2], #'` + lockQueuePrefix + `' + 1))`
+)
+
+// specPattern parses a waiter's spec (see above) into its entry kind and lease, its flag and its nonce.
+const specPattern = `'^([gw]%d+):([01]):(%d*)$'`
+
 // acquireSrc creates or re-enters the lock; otherwise it queues the caller (or refreshes its entry) and says how
 // long to wait at most.
 //
-//	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
+//	KEYS[1..3] lock, queue, deadlines
 //	ARGV[1] lease in milliseconds
 //	ARGV[2] owner (<clientUUID>:<ownerID>)
-//	ARGV[3] the first part of the caller's queue entry, <kind><lease> (see above); "" for a try without waiting,
-//	        which is never queued
-//	ARGV[4] the entry's liveness window in milliseconds: it is dropped when no attempt refreshed it for that long
-//	ARGV[5] "1" when the caller has been queued: a hold of the owner that is the grant made to its entry while it
-//	        waited (grantedLua) is claimed — its lease re-armed, its count reported — instead of re-entered; a hold
-//	        of the owner that is not (another call shares the owner) is re-entered, and the entry leaves the queue
-//	ARGV[6] the entry's nonce; "" when it is the owner's id (an owner made for this call)
+//	ARGV[3] the caller's spec: "" for a try without waiting, which is never queued; else
+//	        "<kind><lease>:<claim>:<nonce>": the first part of its queue entry (see above), "1" when the caller has
+//	        been queued (a hold of the owner that is the grant made to its entry while it waited, grantedLua, is
+//	        then claimed — its lease re-armed, its count reported — instead of re-entered; a hold of the owner that
+//	        is not, because another call shares the owner, is re-entered, and the entry leaves the queue), and the
+//	        entry's nonce, "" when it is the owner's id (an owner made for this call)
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a key
@@ -195,47 +212,50 @@ const queuedNotHead = -3
 // a waiter behind the head. The lock is only taken when it is free and nobody live is queued, or the caller is the
 // head: a waiter never barges past the queue. A free lock whose head is another waiter is handed to that waiter
 // (or the waiter is woken) on the way, so a waiter whose wake-up was lost, or a lock that expired, never leaves the
-// queue stuck longer than the next attempt of anyone.
+// queue stuck longer than the next attempt of anyone. An entry that no attempt refreshed for queueLiveness is
+// dropped.
 var acquireSrc = queuedAcquireSrc(`local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 return tostring(n)`, `redis.call('pexpire', KEYS[1], ARGV[1])
 return redis.call('hget', KEYS[1], ARGV[2])`)
 
-// grantedLua is true when a hold of the owner ARGV[2] (it has one) is the grant made to the caller's entry: the
-// entry is no longer queued, and the owner is the call's own (ARGV[6] empty: nobody else can hold anything under
-// it) or the last grant to the owner was made to this very entry (its ':g:' record, which it takes).
-const grantedLua = `(not redis.call('zscore', KEYS[4], ` + entryLua + `) and (ARGV[6] == '' or
-  (tonumber(redis.call('zscore', KEYS[4], ':g:' .. ARGV[2]) or -1) == tonumber(ARGV[6]) and
-  redis.call('zrem', KEYS[4], ':g:' .. ARGV[2]) == 1)))`
+// callerSpecLua parses the caller's spec ARGV[3] into kind, claim and nonce (all nil for a try, or a spec that does
+// not parse, which is treated as one) and builds its queue entry from them and the owner ARGV[2].
+const callerSpecLua = `local kind, claim, nonce = string.match(ARGV[3], ` + specPattern + `)
+local entry = kind and (kind .. ':' .. (nonce ~= '' and nonce or string.match(ARGV[2], ':([^:]*)$')) .. ':' .. ARGV[2])
+`
 
-// entryLua is the caller's queue entry, built from ARGV[3], ARGV[6] and the owner ARGV[2] (see acquireSrc).
-const entryLua = `(ARGV[3] .. ':' .. (ARGV[6] ~= '' and ARGV[6] or string.match(ARGV[2], ':([^:]*)$')) .. ':' .. ARGV[2])`
+// grantedLua is true when a hold of the owner ARGV[2] (it has one) is the grant made to the caller's entry: the
+// entry is no longer queued, and the owner is the call's own (nonce empty: nobody else can hold anything under it)
+// or the last grant to the owner was made to this very entry (its ':g:' record, which it takes).
+const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' or
+  (tonumber(redis.call('zscore', KEYS[3], ':g:' .. ARGV[2]) or -1) == tonumber(nonce) and
+  redis.call('zrem', KEYS[3], ':g:' .. ARGV[2]) == 1)))`
 
 // queuedAcquireSrc builds an acquire of the plain layout with the queue (acquireSrc, and the fenced lock's):
 // grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim
-// the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[5].
+// the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[3].
 func queuedAcquireSrc(grant, claim string) string {
-	return publishLua + `local taken = redis.call('exists', KEYS[1], KEYS[3])
+	return publishLua + `local taken = redis.call('exists', KEYS[1], KEYS[2])
 if taken == 0 then
 ` + grant + `
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  if ARGV[5] == '1' then
+` + callerSpecLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  if claim == '1' then
     if ` + grantedLua + ` then
 ` + claim + `
     end
-    redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
-    redis.call('zrem', KEYS[4], ` + entryLua + `)
+    redis.call('lrem', KEYS[2], 0, entry)
+    redis.call('zrem', KEYS[3], entry)
   end
 ` + grant + `
-elseif ARGV[3] == '' and (taken == 2 or redis.call('exists', KEYS[3]) == 0) then
+elseif not entry and (taken == 2 or redis.call('exists', KEYS[2]) == 0) then
   return redis.call('pttl', KEYS[1])
 end
 ` + queueClockLua + queueHandOverLua + `local head = live()
 local bound = nil
-local entry = ARGV[3] ~= '' and ` + entryLua + `
 if redis.call('exists', KEYS[1]) == 0 then
-  local gap = tonumber(redis.call('zscore', KEYS[4], ':gap') or 0)
+  local gap = tonumber(redis.call('zscore', KEYS[3], ':gap') or 0)
   if gap > now then
     bound = gap - now
   elseif not head or head == entry then
@@ -247,33 +267,32 @@ if redis.call('exists', KEYS[1]) == 0 then
 end
 bound = bound or redis.call('pttl', KEYS[1])
 if not entry then return bound end
-if redis.call('zadd', KEYS[4], now + tonumber(ARGV[4]), entry) == 1 then
-  redis.call('rpush', KEYS[3], entry)
-  redis.call('persist', KEYS[4])
+if redis.call('zadd', KEYS[3], now + ` + queueLivenessMillis + `, entry) == 1 then
+  redis.call('rpush', KEYS[2], entry)
+  redis.call('persist', KEYS[3])
 end
-if redis.call('lindex', KEYS[3], 0) == entry then return bound end
+if redis.call('lindex', KEYS[2], 0) == entry then return bound end
 return ` + strconv.Itoa(queuedNotHead)
 }
 
 // releaseSrc releases one hold: it decrements the owner's hold count and re-arms the lease while holds remain;
 // the last hold's release passes the lock on (queuePassOnLua): to the head of the queue in the same step, or to
 // the releasing client's own next waiter, or, with nobody waiting, by deleting it and publishing the unlock
-// message.
+// message ("0", Redisson's).
 //
-//	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
+//	KEYS[1..3] lock, queue, deadlines
 //	ARGV[1] owner
 //	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
 //	ARGV[3] lease in milliseconds, re-armed when holds remain
-//	ARGV[4] unlock message ("0")
-//	ARGV[5..8] optional: the releasing client's next waiter — its owner, the first part of its entry (<kind><lease>)
-//	        and its nonce ("" when it is the owner's id) — granted when nobody live is queued, or before the head
-//	        of the queue when ARGV[8] is "1" (the client's bounded run: queue.takeNextLocked)
+//	ARGV[4], ARGV[5] optional: the releasing client's next waiter — its owner, and its spec
+//	        "<kind><lease>:<prefer>:<nonce>" (see above) — granted when nobody live is queued, or before the head
+//	        of the queue when prefer is "1" (the client's bounded run: queue.takeNextLocked)
 //	last ARGV: the publish command (publishLua)
 //
 // Reply: nil = the owner does not hold the lock; 0 = one hold released, others remain; 1 = released (the lock is
 // free, or its head was told to take it); 2 = released and granted to a queued waiter of another client; a bulk
 // string = released and granted to the waiter of this client whose nonce it holds; a negative integer -n = the
-// owner holds n, not the count expected: nothing was changed.
+// owner holds n, not the count expected: nothing was changed. A next waiter whose spec does not parse is an error.
 //
 // Retry safety without a latch key. Redisson makes a retried unlock safe by writing a latch key
 // (redisson_unlock_latch:{name}:<requestId>) with the result on every unlock and checking it first, which costs a
@@ -284,38 +303,32 @@ return ` + strconv.Itoa(queuedNotHead)
 // scheme needs no extra key, and it is cheaper than Redisson's latch-free script too: HGET replaces HEXISTS, and
 // the last hold is deleted without the HINCRBY. Measured server cost: see the package documentation, "Release and
 // retries".
-const releaseSrc = publishLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
+const releaseSrc = publishLua + `local nxt = nil
+if ARGV[4] then
+  local k, p, n = string.match(ARGV[5] or '', ` + specPattern + `)
+  if not k then return redis.error_reply('ERR rlock: the next waiter spec does not parse') end
+  if n == '' then n = string.match(ARGV[4], ':([^:]*)$') end
+  nxt = {o = ARGV[4], l = string.match(k, '^%a(%d+)$'), n = n, e = k .. ':' .. n .. ':' .. ARGV[4], prefer = p == '1'}
+end
+local c = redis.call('hget', KEYS[1], ARGV[1])
 if not c then
-  if ARGV[5] and redis.call('hexists', KEYS[1], ARGV[5]) == 1 then
-    if ARGV[7] ~= '' then return ARGV[7] end
-    return string.match(ARGV[5], ':([^:]*)$')
-  end
+  if nxt and redis.call('hexists', KEYS[1], nxt.o) == 1 then return nxt.n end
   return nil
 end
-` + expectCountLua + decrementLua + `if redis.call('exists', KEYS[3]) == 0 then
+` + expectCountLua + decrementLua + `if redis.call('exists', KEYS[2]) == 0 then
   redis.call('del', KEYS[1])
-  if ARGV[5] then
-    local n = ARGV[7]
-    if n == '' then
-      n = string.match(ARGV[5], ':([^:]*)$')
-    else
-      redis.call('zadd', KEYS[4], n, ':g:' .. ARGV[5])
+  if nxt then
+    if nxt.n ~= string.match(nxt.o, ':([^:]*)$') then
+      redis.call('zadd', KEYS[3], nxt.n, ':g:' .. nxt.o)
     end
-    redis.call('hset', KEYS[1], ARGV[5], 1)
-    redis.call('pexpire', KEYS[1], string.match(ARGV[6], '^%a(%d+)$'))
-    return n
+    redis.call('hset', KEYS[1], nxt.o, 1)
+    redis.call('pexpire', KEYS[1], nxt.l)
+    return nxt.n
   end
-  pub(KEYS[2], ARGV[4])
+  pub(` + unlockChannelLua + `, '` + unlockMessage + `')
   return 1
 end
-` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[4], ':g:' .. ARGV[1])
-local nxt = nil
-if ARGV[5] then
-  local n = ARGV[7]
-  if n == '' then n = string.match(ARGV[5], ':([^:]*)$') end
-  nxt = {o = ARGV[5], l = string.match(ARGV[6], '^%a(%d+)$'), n = n, e = ARGV[6] .. ':' .. n .. ':' .. ARGV[5],
-    prefer = ARGV[8] == '1'}
-end
+` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[3], ':g:' .. ARGV[1])
 return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 
 // leaveSrc takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
@@ -325,19 +338,19 @@ return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 // (it learns that it is the head, and so waits for the lock's expiry). Safe to send again: a second run finds
 // nothing to do.
 //
-//	KEYS[1..5] lock, unlock channel, queue, deadlines, grant-channel prefix
+//	KEYS[1..3] lock, queue, deadlines
 //	ARGV[1] unused (the lease: the arguments are the acquire's, so that an attempt's arguments serve both)
 //	ARGV[2] owner
-//	ARGV[3] the first part of the waiter's queue entry, <kind><lease>
-//	ARGV[4] unused (the liveness window)
-//	ARGV[5] "1" when the waiter may have been queued: a grant made to it is looked for (see acquireSrc)
-//	ARGV[6] the entry's nonce, "" when it is the owner's id
+//	ARGV[3] the waiter's spec, as acquireSrc's; with claim "1" when the waiter may have been queued: a grant made
+//	        to it is looked for
 //	last ARGV: the publish command (publishLua)
 //
-// Reply: 2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither.
-const leaveSrc = publishLua + queueClockLua + queueHandOverLua + queuePassOnLua + `local wasHead = redis.call('lindex', KEYS[3], 0) == ` + entryLua + `
-local removed = redis.call('lrem', KEYS[3], 0, ` + entryLua + `)
-if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 and ` + grantedLua + ` then
+// Reply: 2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither (a spec that
+// does not parse included).
+const leaveSrc = publishLua + callerSpecLua + `if not entry then return 0 end
+` + queueClockLua + queueHandOverLua + queuePassOnLua + `local wasHead = redis.call('lindex', KEYS[2], 0) == entry
+local removed = redis.call('lrem', KEYS[2], 0, entry)
+if removed == 0 and claim == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 and ` + grantedLua + ` then
   if tonumber(redis.call('hget', KEYS[1], ARGV[2])) > 1 then
     redis.call('hincrby', KEYS[1], ARGV[2], -1)
   else
@@ -345,10 +358,10 @@ if removed == 0 and ARGV[5] == '1' and redis.call('hexists', KEYS[1], ARGV[2]) =
   end
   return 2
 end
-redis.call('zrem', KEYS[4], ` + entryLua + `)
+redis.call('zrem', KEYS[3], entry)
 local head = live()
 if head and redis.call('exists', KEYS[1]) == 0 then
-  if tonumber(redis.call('zscore', KEYS[4], ':gap') or 0) <= now then handOver(head, '') end
+  if tonumber(redis.call('zscore', KEYS[3], ':gap') or 0) <= now then handOver(head, '') end
 elseif head and wasHead then
   nudge(head)
 end

@@ -17,20 +17,21 @@ const queueLease = 30 * time.Second
 // queueAttempt is an attempt that queues the caller when refused: entry kind k ("g<ms>" or "w0"), its nonce the
 // owner's id.
 func queueAttempt(srv *scriptServer, name, owner, k string, claim bool) redistest.Reply {
-	c := "0"
-	if claim {
-		c = "1"
-	}
-	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner, k,
-		queueLivenessArg, c, "")
+	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner,
+		specOf(k, claim, ""))
 }
 
 func leaveRaw(srv *scriptServer, name, owner, k string, claim bool) redistest.Reply {
-	c := "0"
-	if claim {
-		c = "1"
+	return srv.eval(leaveSrc, plainKeysOf(name), "0", owner, specOf(k, claim, ""))
+}
+
+// specOf is the spec (see lockqueue_scripts.go) of entry kind k with flag and nonce.
+func specOf(k string, flag bool, nonce string) string {
+	f := "0"
+	if flag {
+		f = "1"
 	}
-	return srv.eval(leaveSrc, plainKeysOf(name), "0", owner, k, queueLivenessArg, c, "")
+	return k + ":" + f + ":" + nonce
 }
 
 // entryOf is the queue entry acquireSrc builds for owner with kind k and no explicit nonce.
@@ -64,7 +65,7 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 	}
 
 	grantsC := srv.subscribe(grantChannel("lock", uuidOf(ownerC)))
-	unlocks := srv.subscribe(keys[keyChannel])
+	unlocks := srv.subscribe(channelName("lock"))
 	// A releases: C gets the lock in the same step, with its entry's lease, and is told on its client's channel.
 	wantInt(t, "release to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
 	if m := srv.hash("lock"); len(m) != 1 || m[ownerC] != "1" {
@@ -74,7 +75,7 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 	if _, got := grantsC.message(); got != "g"+ownerC[strings.LastIndexByte(ownerC, ':')+1:] {
 		t.Fatalf("C's client was told %q", got)
 	}
-	unlocks.quiet(keys[keyChannel]) // the lock was never free: nothing for other clients
+	unlocks.quiet(channelName("lock")) // the lock was never free: nothing for other clients
 
 	// C claims the grant its attempt finds (as after a lost message): counted once, not re-entered.
 	wantBulk(t, "C claims", queueAttempt(srv, "lock", ownerC, g, true), "1")
@@ -107,12 +108,68 @@ func TestReleaseToAWaiterOfTheSameClientAnswersItsNonce(t *testing.T) {
 	}
 }
 
+// releaseNaming is a release of owner's single hold that names next, with spec, as the client's next waiter.
+func releaseNaming(srv *scriptServer, name, owner, next, spec string) redistest.Reply {
+	return srv.eval(releaseSrc, plainKeysOf(name), owner, "1", strconv.FormatInt(queueLease.Milliseconds(), 10), next,
+		spec)
+}
+
+func TestReleaseGrantsTheNamedNextWaiterWhenNobodyIsQueued(t *testing.T) {
+	srv := newScriptServer(t)
+	unlocks := srv.subscribe(channelName("lock"))
+	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	wantBulk(t, "release naming B", releaseNaming(srv, "lock", ownerA, ownerB, specOf("g10000", false, "")), "2")
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerB] != "1" {
+		t.Fatalf("after the release: %v", m)
+	}
+	if ttl := srv.int("PTTL", "lock"); ttl <= 0 || ttl > 10000 {
+		t.Fatalf("B's grant has PTTL %d, want its own lease of 10000 ms", ttl)
+	}
+	// A retry of the release that already ran reports the same grant, and changes nothing.
+	wantBulk(t, "the release again", releaseNaming(srv, "lock", ownerA, ownerB, specOf("g10000", false, "")), "2")
+	unlocks.quiet(channelName("lock")) // the lock was never free
+
+	// A minted nonce is answered, and recorded for the grantee's claim.
+	wantBulk(t, "B's release naming C", releaseNaming(srv, "lock", ownerB, ownerC, specOf("g10000", false, "77")),
+		"77")
+	if n := srv.int("ZSCORE", plainKeysOf("lock")[keyDeadlines], ":g:"+ownerC); n != 77 {
+		t.Fatalf("the grant record of C scores %d, want its nonce 77", n)
+	}
+}
+
+func TestReleaseRefusesANextWaiterSpecThatDoesNotParse(t *testing.T) {
+	srv := newScriptServer(t)
+	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	for _, spec := range []string{"", "g10000", "x10000:0:", "g10000:2:"} {
+		if r := releaseNaming(srv, "lock", ownerA, ownerB, spec); r.Kind != redistest.KindError {
+			t.Fatalf("spec %q: reply %s, want an error", spec, r)
+		}
+	}
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerA] != "1" {
+		t.Fatalf("after the refused releases: %v", m)
+	}
+}
+
+func TestChannelsAreDerivedFromTheQueueKeyForNamesWithAndWithoutBraces(t *testing.T) {
+	srv := newScriptServer(t)
+	for _, name := range []string{"plain", "{tag}:name"} {
+		grants := srv.subscribe(grantChannel(name, uuidOf(ownerC)))
+		unlocks := srv.subscribe(channelName(name))
+		wantBulk(t, "A takes "+name, acquireRaw(t, srv, name, ownerA, queueLease), "1")
+		wantIntIn(t, "C queues", queueAttempt(srv, name, ownerC, "g10000", false), 1, queueLease.Milliseconds())
+		wantInt(t, "A releases to C", releaseRaw(t, srv, name, ownerA, 1, queueLease), 2)
+		grants.want(grantChannel(name, uuidOf(ownerC)), "g"+ownerC[strings.LastIndexByte(ownerC, ':')+1:])
+		wantInt(t, "C releases", releaseRaw(t, srv, name, ownerC, 1, queueLease), 1)
+		unlocks.want(channelName(name), unlockMessage)
+	}
+}
+
 func TestAWaiterThatMustTakeTheLockItselfIsWokenNotGranted(t *testing.T) {
 	srv := newScriptServer(t)
 	keys := plainKeysOf("lock")
 	grants := srv.subscribe(grantChannel("lock", uuidOf(ownerC)))
 	queueAttempt(srv, "lock", ownerA, "g10000", false)
-	queueAttempt(srv, "lock", ownerC, wakeEntryArg, false)
+	queueAttempt(srv, "lock", ownerC, "w0", false)
 	wantInt(t, "release", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 1)
 	if _, got := grants.message(); got != "w7" {
 		t.Fatalf("C's client was told %q, want w7", got)
@@ -125,7 +182,7 @@ func TestAWaiterThatMustTakeTheLockItselfIsWokenNotGranted(t *testing.T) {
 	if _, got := grants.message(); got != "w7" {
 		t.Fatalf("C's client was told %q on B's attempt", got)
 	}
-	wantBulk(t, "C takes it", queueAttempt(srv, "lock", ownerC, wakeEntryArg, true), "1")
+	wantBulk(t, "C takes it", queueAttempt(srv, "lock", ownerC, "w0", true), "1")
 	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 1 || q[0] != entryOf(ownerB, "g10000") {
 		t.Fatalf("queue %q after C took the lock", q)
 	}
@@ -199,7 +256,7 @@ func TestLeavingTakesTheEntryOutAndGivesBackAGrant(t *testing.T) {
 func TestALongRunOfHandOversLeavesAGapForClientsThatDoNotQueue(t *testing.T) {
 	srv := newScriptServer(t)
 	keys := plainKeysOf("lock")
-	unlocks := srv.subscribe(keys[keyChannel])
+	unlocks := srv.subscribe(channelName("lock"))
 	queueAttempt(srv, "lock", ownerA, "g10000", false)
 	queueAttempt(srv, "lock", ownerB, "g10000", false)
 	queueAttempt(srv, "lock", ownerC, "g10000", false)

@@ -55,35 +55,30 @@ const (
 	lockGrantPrefix   = "locksmith_lock__channel" // + ":<clientUUID>": a client's grant channel
 )
 
-// Positions in a plain-layout lock's keys (plainKeys): every script of the plain lock takes all five, in this order.
+// Positions in a plain-layout lock's keys (plainKeys): every script of the plain lock takes all three, in this order.
 const (
 	keyLock = iota
-	keyChannel
 	keyQueue
 	keyDeadlines
-	keyGrants
 	numPlainKeys
 )
 
-// plainKeys returns the plain lock's key names for the lock name: the lock, its unlock channel, its queue, the
-// queue's deadlines and the prefix of its grant channels — what every plain-lock script takes, so that a Redis
-// Cluster routes them together and redirects them together while the slot migrates. They are made for each call,
-// in one allocation (the names after the lock share it), rather than kept with each handle (a held lock keeps
-// nothing but its name): the caller keeps the array on its stack (conn encodes the keys at once).
+// plainKeys returns the plain lock's key names for the lock name: the lock, its queue and the queue's deadlines —
+// the keys every plain-lock script takes, so that a Redis Cluster routes them together and redirects them
+// together while the slot migrates. The scripts derive the lock's channels (unlock, grants) from the queue's name:
+// channels are not keys, and every argument an EVALSHA carries costs the server a string to parse and hand to
+// Lua. The names are made for each call, in one allocation (the queue's and the deadlines' share it), rather than
+// kept with each handle (a held lock keeps nothing but its name): the caller keeps the array on its stack (conn
+// encodes the keys at once).
 func plainKeys(name string) (keys [numPlainKeys]string) {
-	prefixes := [...]string{lockChannelPrefix, lockQueuePrefix, lockTimeoutPrefix, lockGrantPrefix}
-	braces := !strings.Contains(name, "{")
-	n := 0
-	for _, p := range prefixes {
-		n += len(p) + 1 + len(name)
-		if braces {
-			n += 2
-		}
+	braces := !strings.Contains(name, "{") // Redisson's prefixName
+	tag := len(name) + 1                   // ":" + name, or ":{" + name + "}"
+	if braces {
+		tag += 2
 	}
 	var b strings.Builder
-	b.Grow(n)
-	ends := [len(prefixes)]int{}
-	for i, p := range prefixes {
+	b.Grow(len(lockQueuePrefix) + len(lockTimeoutPrefix) + 2*tag)
+	for _, p := range [...]string{lockQueuePrefix, lockTimeoutPrefix} {
 		b.WriteString(p)
 		b.WriteByte(':')
 		if braces {
@@ -93,15 +88,12 @@ func plainKeys(name string) (keys [numPlainKeys]string) {
 		if braces {
 			b.WriteByte('}')
 		}
-		ends[i] = b.Len()
 	}
 	all := b.String()
+	split := len(lockQueuePrefix) + tag
 	keys[keyLock] = name
-	start := 0
-	for i, end := range ends {
-		keys[keyChannel+i] = all[start:end]
-		start = end
-	}
+	keys[keyQueue] = all[:split]
+	keys[keyDeadlines] = all[split:]
 	return keys
 }
 

@@ -123,7 +123,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 	}{
 		{"conditional", func(key, ch, owner string, _ int) []string {
 			cmd := append([]string{"EVALSHA", shaOf(releaseSrc), strconv.Itoa(numPlainKeys)}, plainKeysOf(key)...)
-			return append(cmd, owner, "1", lease, unlockMessage, "publish")
+			return append(cmd, owner, "1", lease, "publish")
 		}},
 		{"redisson-latch", func(key, ch, owner string, i int) []string {
 			latch := "redisson_unlock_latch:{" + key + "}:" + strconv.Itoa(i) + "-0f9e8d7c6b5a"
@@ -144,7 +144,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 				k := min(depth, b.N-i)
 				for j := i; j < i+k; j++ {
 					cmd := append([]string{"EVALSHA", acq, strconv.Itoa(numPlainKeys)}, plainKeysOf("bench:"+strconv.Itoa(j))...)
-					p.send(append(cmd, lease, ownerA, "", queueLivenessArg, "0", "", "publish")...)
+					p.send(append(cmd, lease, ownerA, "", "publish")...)
 				}
 				p.recv(b, k)
 			}

@@ -33,8 +33,8 @@ func (lc *lockCall) sendSynced() {
 	var cmd conn.Cmd
 	if lc.lo.rules == nil {
 		k := plainKeys(lc.lo.name)
-		cmd = conn.Cmd{Script: acquireScript, Keys: k[:], Args: []string{lc.leaseArg(), lc.owner, lc.entryArg(),
-			queueLivenessArg, lc.claimArg(), lc.nonceArg(), c.pub}}
+		cmd = conn.Cmd{Script: acquireScript, Keys: k[:], Args: []string{lc.leaseArg(), lc.owner, lc.attemptSpec(),
+			c.pub}}
 	} else {
 		s, keys, args := lc.lo.rules.attempt(lc)
 		cmd = conn.Cmd{Script: s, Keys: keys, Args: args}

@@ -29,31 +29,28 @@ type Script struct {
 // Names of the plain lock's scripts, the two every Lock and Unlock runs (one EVALSHA each).
 const (
 	// ScriptLockAcquire creates or re-enters a lock, or queues the caller behind the waiters of every client.
-	// KEYS: lock name, unlock channel (redisson_lock__channel:{name}), queue (locksmith_lock_queue:{name}),
-	// deadlines (locksmith_lock_timeout:{name}), grant-channel prefix (locksmith_lock__channel:{name}). ARGV: lease
-	// in milliseconds, owner (<clientUUID>:<ownerID>), queue entry kind and lease ("" for a try, never queued:
-	// what a caller outside the package sends), the entry's liveness window in milliseconds, claim flag ("0"),
-	// nonce (""), publish command. Reply: a bulk string with the owner's hold count when granted, else an integer:
-	// the PTTL of the holder's lease (or -3: queued behind another waiter).
+	// KEYS: lock name, queue (locksmith_lock_queue:{name}), deadlines (locksmith_lock_timeout:{name}). ARGV: lease
+	// in milliseconds, owner (<clientUUID>:<ownerID>), the waiter's spec ("" for a try, never queued: what a caller
+	// outside the package sends), publish command. Reply: a bulk string with the owner's hold count when granted,
+	// else an integer: the PTTL of the holder's lease (or -3: queued behind another waiter).
 	ScriptLockAcquire = "lock.acquire"
 	// ScriptLockRelease releases one hold. KEYS: as ScriptLockAcquire. ARGV: owner, expected hold count (the
 	// Client sends the count it holds, 1 for a single hold; 0 = any), lease in milliseconds (re-armed while holds
-	// remain), unlock message "0", publish command. Reply: nil = not held by the owner, 0 = one of several holds
-	// released, 1 = released (deleted and published, or the next waiter told to take it), 2 = released and granted
-	// to a queued waiter of another client, a bulk string = released and granted to a queued waiter of the
-	// releasing client (its nonce), -n = the owner holds n, not the count expected (nothing changed).
+	// remain), publish command; the unlock message is Redisson's "0", on redisson_lock__channel:{name}. Reply: nil
+	// = not held by the owner, 0 = one of several holds released, 1 = released (deleted and published, or the next
+	// waiter told to take it), 2 = released and granted to a queued waiter of another client, a bulk string =
+	// released and granted to a queued waiter of the releasing client (its nonce), -n = the owner holds n, not the
+	// count expected (nothing changed).
 	ScriptLockRelease = "lock.release"
 )
 
-// plainKeysDoc describes the five keys every plain-lock script takes.
-var plainKeysDoc = []string{"lock name", "unlock channel (redisson_lock__channel:{name})",
-	"queue (locksmith_lock_queue:{name})", "queue deadlines (locksmith_lock_timeout:{name})",
-	"grant-channel prefix (locksmith_lock__channel:{name})"}
+// plainKeysDoc describes the three keys every plain-lock script takes.
+var plainKeysDoc = []string{"lock name", "queue (locksmith_lock_queue:{name})",
+	"queue deadlines (locksmith_lock_timeout:{name})"}
 
 // acquireArgsDoc describes the plain (and fenced) acquire's arguments.
 var acquireArgsDoc = []string{"lease in milliseconds", "owner (<clientUUID>:<ownerID>)",
-	"queue entry kind and lease (g<ms> or w0; \"\" = a try, never queued)", "entry liveness window in milliseconds",
-	"claim flag (\"1\": a hold of the owner is this waiter's grant)", "entry nonce (\"\" = the owner id)", publishArg}
+	"waiter's spec <kind><lease>:<claim>:<nonce> (\"\" = a try, never queued)", publishArg}
 
 // publishArg describes the last argument of every script that publishes.
 const publishArg = "publish command: publish (spublish on a cluster with sharded pub/sub)"
@@ -69,7 +66,7 @@ var exported = []struct {
 	{ScriptLockAcquire, acquireScript, plainKeysDoc, acquireArgsDoc},
 	{ScriptLockRelease, releaseScript, plainKeysDoc,
 		[]string{"owner", "expected hold count (0 = any)", "lease in milliseconds, re-armed while holds remain",
-			"unlock message (\"0\")", publishArg}},
+			publishArg}},
 	{"lock.leave", leaveScript, plainKeysDoc, acquireArgsDoc},
 	{"lock.forceunlock", deletePublishScript, []string{"key (lock, latch)", "its channel"},
 		[]string{"message", publishArg}},

@@ -134,13 +134,13 @@ func TestExportedLockScriptsRunAsDocumented(t *testing.T) {
 	n := strconv.Itoa
 	keys := plainKeysOf(name)
 	acqArgs := append([]string{"EVALSHA", acq.SHA1, n(len(acq.Keys))}, keys...)
-	acqArgs = append(acqArgs, lease, ownerA, "", queueLivenessArg, "0", "", "publish")
+	acqArgs = append(acqArgs, lease, ownerA, "", "publish")
 	if len(acqArgs)-3-len(keys) != len(acq.Args) {
 		t.Fatalf("the acquire documents %d arguments, the test sends %d", len(acq.Args), len(acqArgs)-3-len(keys))
 	}
 	wantBulk(t, "acquire", srv.do(acqArgs...), "1")
 	relArgs := append([]string{"EVALSHA", rel.SHA1, n(len(rel.Keys))}, keys...)
-	relArgs = append(relArgs, ownerA, "1", lease, unlockMessage, "publish")
+	relArgs = append(relArgs, ownerA, "1", lease, "publish")
 	wantInt(t, "release", srv.do(relArgs...), 1)
 	sub.want(channelName(name), unlockMessage)
 	if k := srv.int("EXISTS", name); k != 0 {

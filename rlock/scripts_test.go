@@ -16,14 +16,13 @@ func plainKeysOf(name string) []string {
 // acquireRaw is a try (never queued), what a caller outside the package sends.
 func acquireRaw(t *testing.T, srv *scriptServer, name, owner string, lease time.Duration) redistest.Reply {
 	t.Helper()
-	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(lease.Milliseconds(), 10), owner, "",
-		queueLivenessArg, "0", "")
+	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(lease.Milliseconds(), 10), owner, "")
 }
 
 func releaseRaw(t *testing.T, srv *scriptServer, name, owner string, expect int, lease time.Duration) redistest.Reply {
 	t.Helper()
 	return srv.eval(releaseSrc, plainKeysOf(name),
-		owner, strconv.Itoa(expect), strconv.FormatInt(lease.Milliseconds(), 10), unlockMessage)
+		owner, strconv.Itoa(expect), strconv.FormatInt(lease.Milliseconds(), 10))
 }
 
 func TestAcquireScriptCreatesReentersAndRefuses(t *testing.T) {

@@ -241,7 +241,7 @@ func (c *Client) releaseCmd(kind holdKind, keys []string, owner string, expect i
 	case kindWrite:
 		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage, c.pub}
 	}
-	return releaseScript, keys, []string{owner, exp, lease, unlockMessage, c.pub}
+	return releaseScript, keys, []string{owner, exp, lease, c.pub}
 }
 
 // leaseArg formats a lease for a script, without allocating for the watchdog timeout.
@@ -268,19 +268,15 @@ func (op *unlockOp) send() {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
 		if next := op.next; next != nil {
-			op.sentAt = c.now() // the next waiter's lease, if the release grants it, counts from here
-			prefer := "0"
-			if next.prefer {
-				prefer = "1"
-			}
+			op.sentAt = c.now()     // the next waiter's lease, if the release grants it, counts from here
 			k := plainKeys(op.name) // on the stack: Eval encodes it at once
 			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
-				unlockMessage, next.owner, next.entryArg(), next.nonceArg(), prefer, c.pub), op.callback())
+				next.owner, next.specArg(next.prefer), c.pub), op.callback())
 			return
 		}
 		k := plainKeys(op.name)
 		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
-			unlockMessage, c.pub), op.callback())
+			c.pub), op.callback())
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, c.releaseKeys(op.kind, op.name, op.owner), op.owner, op.expect, op.lease)

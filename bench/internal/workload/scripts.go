@@ -30,8 +30,6 @@ var (
 
 // The constant arguments rlock sends with the release on a standalone server.
 const (
-	// UnlockMessage is the payload published on the unlock channel (Redisson's).
-	UnlockMessage = "0"
 	// PublishCommand is the publish command rlock passes as the last argument
 	// of a publishing script on a server without sharded pub/sub.
 	PublishCommand = "publish"
@@ -54,26 +52,21 @@ func lockScript(name string) *Script {
 // queues (what a caller outside rlock sends; rlock's own waiters queue
 // themselves on the server), as rlock sends them on a standalone server.
 func AcquireArgs(name, leaseMs, owner string) (keys, args []string) {
-	return LockKeys(name), []string{leaseMs, owner, "", QueueLiveness, "0", "", PublishCommand}
+	return LockKeys(name), []string{leaseMs, owner, "", PublishCommand}
 }
 
 // ReleaseArgs returns the release's keys and arguments for a lock held once,
 // as rlock sends them on a standalone server.
 func ReleaseArgs(name, leaseMs, owner string) (keys, args []string) {
-	return LockKeys(name), []string{owner, ExpectOne, leaseMs, UnlockMessage, PublishCommand}
+	return LockKeys(name), []string{owner, ExpectOne, leaseMs, PublishCommand}
 }
 
-// QueueLiveness is the liveness window rlock gives its queue entries, in
-// milliseconds (unused by a try, which never queues).
-const QueueLiveness = "5000"
-
-// LockKeys are the five keys every plain-lock script of rlock takes, for a
-// name without braces: the lock, its unlock channel, its queue of waiters, the
-// queue's deadlines and the prefix of its grant channels.
+// LockKeys are the three keys every plain-lock script of rlock takes, for a
+// name without braces: the lock, its queue of waiters and the queue's
+// deadlines (the scripts derive the channels' names from the queue's).
 func LockKeys(name string) []string {
 	tag := "{" + name + "}"
-	return []string{name, UnlockChannel(name), "locksmith_lock_queue:" + tag, "locksmith_lock_timeout:" + tag,
-		"locksmith_lock__channel:" + tag}
+	return []string{name, "locksmith_lock_queue:" + tag, "locksmith_lock_timeout:" + tag}
 }
 
 // UnlockChannel is the Redisson unlock channel of lock name (rlock's for a
