@@ -21,8 +21,8 @@ package rlock
 // scripts than that), every token after the loss is larger than every token before it. Redisson starts from 1;
 // a Redisson client sharing the counter increments whatever it holds, so both stay monotonic together.
 //
-//	KEYS[1..3] as acquireSrc
-//	KEYS[4] token key
+//	KEYS[1..4] as acquireSrc
+//	KEYS[5] token key
 //	ARGV as acquireSrc
 //
 // Reply: an array {hold count, token} = granted; an integer = refused, as acquireSrc's.
@@ -30,12 +30,12 @@ var fencedAcquireSrc = queuedAcquireSrc(fencedGrantLua, fencedGrantLua)
 
 // fencedGrantLua grants (or re-enters) the lock for ARGV[2] with the next token, seeding a missing counter from the
 // server's clock.
-const fencedGrantLua = `if redis.call('exists', KEYS[4]) == 0 then
+const fencedGrantLua = `if redis.call('exists', KEYS[5]) == 0 then
   redis.replicate_commands()
   local t = redis.call('time')
-  redis.call('set', KEYS[4], t[1] .. string.format('%06d', tonumber(t[2])))
+  redis.call('set', KEYS[5], t[1] .. string.format('%06d', tonumber(t[2])))
 end
-local token = redis.call('incr', KEYS[4])
+local token = redis.call('incr', KEYS[5])
 local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
 return {n, token}`

@@ -21,11 +21,11 @@ import "strconv"
 // its token from its own script; with Config.SyncReplicas every grant must be followed by WAIT), which is only
 // woken. nonce is unique per call within its client, so a message can never be mistaken for another call's.
 //
-// Every script names the three keys (lock, queue, deadlines) in this order, so that a Redis Cluster and any proxy
-// route them together and redirect them together while their slot migrates; they share the lock's hash tag. The
-// channels are not keys: the scripts derive their names from the queue's (unlockChannelLua, grantPrefixLua), which
-// keeps every EVALSHA to the strings it needs (each costs the server a string to parse and hand to Lua, a cost the
-// uncontended pair of scripts feels).
+// Every script names the four keys (lock, queue, deadlines, unlock channel) in this order, so that a Redis Cluster
+// and any proxy route them together and redirect them together while their slot migrates; they share the lock's
+// hash tag (plainKeys says why the channel is among them). The grant channels' prefix is derived from the queue's
+// name (grantPrefixLua), which keeps every EVALSHA to the strings it needs (each costs the server a string to parse
+// and hand to Lua, a cost the uncontended pair of scripts feels).
 //
 // A waiter's queue arguments travel in one string, its spec "<kind><lease>:<flag>:<nonce>": the entry's kind and
 // lease, a flag (the acquire's claim flag; the release's preference for its next waiter) and the nonce, empty when
@@ -182,11 +182,11 @@ const (
 // nothing), and a refused try its PTTL as ever.
 const queuedNotHead = -3
 
-// The names of a lock's channels, as Lua expressions derived from its queue's name (KEYS[2]), with which they share
-// the tail ":{<name>}" (":<name>" for a name that has braces: Redisson's prefixName): the unlock channel, and the
-// prefix of the clients' grant channels (each client's is the prefix, ':' and its UUID).
+// The names of a lock's channels in Lua: the unlock channel (declared: KEYS[4]), and the prefix of the clients'
+// grant channels (each client's is the prefix, ':' and its UUID), derived from the queue's name (KEYS[2]), with
+// which it shares the tail ":{<name>}" (":<name>" for a name that has braces: Redisson's prefixName).
 const (
-	unlockChannelLua = `('` + lockChannelPrefix + `' .. string.sub(KEYS[2], #'` + lockQueuePrefix + `' + 1))`
+	unlockChannelLua = `KEYS[4]`
 	grantPrefixLua   = `('` + lockGrantPrefix + `' .. string.sub(KEYS[2], #'` + lockQueuePrefix + `' + 1))`
 )
 
@@ -196,7 +196,7 @@ const specPattern = `'^([gw]%d+):([01]):(%d*)$'`
 // acquireSrc creates or re-enters the lock; otherwise it queues the caller (or refreshes its entry) and says how
 // long to wait at most.
 //
-//	KEYS[1..3] lock, queue, deadlines
+//	KEYS[1..4] lock, queue, deadlines, unlock channel
 //	ARGV[1] lease in milliseconds
 //	ARGV[2] owner (<clientUUID>:<ownerID>)
 //	ARGV[3] the caller's spec: "" for a try without waiting, which is never queued; else
@@ -234,7 +234,7 @@ const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' o
 
 // queuedAcquireSrc builds an acquire of the plain layout with the queue (acquireSrc, and the fenced lock's):
 // grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim
-// the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[3].
+// the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[4].
 func queuedAcquireSrc(grant, claim string) string {
 	return publishLua + `local taken = redis.call('exists', KEYS[1], KEYS[2])
 if taken == 0 then
@@ -280,7 +280,7 @@ return ` + strconv.Itoa(queuedNotHead)
 // the releasing client's own next waiter, or, with nobody waiting, by deleting it and publishing the unlock
 // message ("0", Redisson's).
 //
-//	KEYS[1..3] lock, queue, deadlines
+//	KEYS[1..4] lock, queue, deadlines, unlock channel
 //	ARGV[1] owner
 //	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
 //	ARGV[3] lease in milliseconds, re-armed when holds remain
@@ -338,7 +338,7 @@ return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 // (it learns that it is the head, and so waits for the lock's expiry). Safe to send again: a second run finds
 // nothing to do.
 //
-//	KEYS[1..3] lock, queue, deadlines
+//	KEYS[1..4] lock, queue, deadlines, unlock channel
 //	ARGV[1] unused (the lease: the arguments are the acquire's, so that an attempt's arguments serve both)
 //	ARGV[2] owner
 //	ARGV[3] the waiter's spec, as acquireSrc's; with claim "1" when the waiter may have been queued: a grant made

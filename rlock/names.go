@@ -55,21 +55,31 @@ const (
 	lockGrantPrefix   = "locksmith_lock__channel" // + ":<clientUUID>": a client's grant channel
 )
 
-// Positions in a plain-layout lock's keys (plainKeys): every script of the plain lock takes all three, in this order.
+// Positions in a plain-layout lock's keys (plainKeys): every script of the plain lock takes all four, in this order.
 const (
 	keyLock = iota
 	keyQueue
 	keyDeadlines
+	keyChannel
 	numPlainKeys
 )
 
-// plainKeys returns the plain lock's key names for the lock name: the lock, its queue and the queue's deadlines —
-// the keys every plain-lock script takes, so that a Redis Cluster routes them together and redirects them
-// together while the slot migrates. The scripts derive the lock's channels (unlock, grants) from the queue's name:
-// channels are not keys, and every argument an EVALSHA carries costs the server a string to parse and hand to
-// Lua. The names are made for each call, in one allocation (the queue's and the deadlines' share it), rather than
-// kept with each handle (a held lock keeps nothing but its name): the caller keeps the array on its stack (conn
-// encodes the keys at once).
+// plainKeys returns the plain lock's key names for the lock name: the lock, its queue, the queue's deadlines and
+// its unlock channel — the keys every plain-lock script takes, so that a Redis Cluster routes them together and
+// redirects them together while the slot migrates.
+//
+// The unlock channel is not a key, but it is declared as one, as Redisson's scripts declare it, for what that
+// does while the slot migrates: the source node refuses (TRYAGAIN) a script whose declared keys it has only in
+// part, and a channel never exists as a key, so no plain-lock script runs on a slot in migration, and the client
+// retries it until the slot has moved. That is needed: inside a script, the server refuses to touch a key that is
+// missing from a migrating slot ("non local key"), and the scripts delete keys they touch again (a hand-over
+// deletes the lock and grants it anew; a queue empties and fills), so a script could stop half-done. The prefix of
+// the grant channels is derived in Lua from the queue's name (grantPrefixLua): every argument an EVALSHA carries
+// costs the server a string to parse and hand to Lua.
+//
+// The names are made for each call, in one allocation (the three after the lock share it), rather than kept with
+// each handle (a held lock keeps nothing but its name): the caller keeps the array on its stack (conn encodes the
+// keys at once).
 func plainKeys(name string) (keys [numPlainKeys]string) {
 	braces := !strings.Contains(name, "{") // Redisson's prefixName
 	tag := len(name) + 1                   // ":" + name, or ":{" + name + "}"
@@ -77,8 +87,8 @@ func plainKeys(name string) (keys [numPlainKeys]string) {
 		tag += 2
 	}
 	var b strings.Builder
-	b.Grow(len(lockQueuePrefix) + len(lockTimeoutPrefix) + 2*tag)
-	for _, p := range [...]string{lockQueuePrefix, lockTimeoutPrefix} {
+	b.Grow(len(lockQueuePrefix) + len(lockTimeoutPrefix) + len(lockChannelPrefix) + 3*tag)
+	for _, p := range [...]string{lockQueuePrefix, lockTimeoutPrefix, lockChannelPrefix} {
 		b.WriteString(p)
 		b.WriteByte(':')
 		if braces {
@@ -90,10 +100,12 @@ func plainKeys(name string) (keys [numPlainKeys]string) {
 		}
 	}
 	all := b.String()
-	split := len(lockQueuePrefix) + tag
+	queueEnd := len(lockQueuePrefix) + tag
+	deadlinesEnd := queueEnd + len(lockTimeoutPrefix) + tag
 	keys[keyLock] = name
-	keys[keyQueue] = all[:split]
-	keys[keyDeadlines] = all[split:]
+	keys[keyQueue] = all[:queueEnd]
+	keys[keyDeadlines] = all[queueEnd:deadlinesEnd]
+	keys[keyChannel] = all[deadlinesEnd:]
 	return keys
 }
 

@@ -29,14 +29,15 @@ type Script struct {
 // Names of the plain lock's scripts, the two every Lock and Unlock runs (one EVALSHA each).
 const (
 	// ScriptLockAcquire creates or re-enters a lock, or queues the caller behind the waiters of every client.
-	// KEYS: lock name, queue (locksmith_lock_queue:{name}), deadlines (locksmith_lock_timeout:{name}). ARGV: lease
+	// KEYS: lock name, queue (locksmith_lock_queue:{name}), deadlines (locksmith_lock_timeout:{name}), unlock
+	// channel (redisson_lock__channel:{name}). ARGV: lease
 	// in milliseconds, owner (<clientUUID>:<ownerID>), the waiter's spec ("" for a try, never queued: what a caller
 	// outside the package sends), publish command. Reply: a bulk string with the owner's hold count when granted,
 	// else an integer: the PTTL of the holder's lease (or -3: queued behind another waiter).
 	ScriptLockAcquire = "lock.acquire"
 	// ScriptLockRelease releases one hold. KEYS: as ScriptLockAcquire. ARGV: owner, expected hold count (the
 	// Client sends the count it holds, 1 for a single hold; 0 = any), lease in milliseconds (re-armed while holds
-	// remain), publish command; the unlock message is Redisson's "0", on redisson_lock__channel:{name}. Reply: nil
+	// remain), publish command; the unlock message is Redisson's "0". Reply: nil
 	// = not held by the owner, 0 = one of several holds released, 1 = released (deleted and published, or the next
 	// waiter told to take it), 2 = released and granted to a queued waiter of another client, a bulk string =
 	// released and granted to a queued waiter of the releasing client (its nonce), -n = the owner holds n, not the
@@ -44,9 +45,9 @@ const (
 	ScriptLockRelease = "lock.release"
 )
 
-// plainKeysDoc describes the three keys every plain-lock script takes.
+// plainKeysDoc describes the four keys every plain-lock script takes.
 var plainKeysDoc = []string{"lock name", "queue (locksmith_lock_queue:{name})",
-	"queue deadlines (locksmith_lock_timeout:{name})"}
+	"queue deadlines (locksmith_lock_timeout:{name})", "unlock channel (redisson_lock__channel:{name})"}
 
 // acquireArgsDoc describes the plain (and fenced) acquire's arguments.
 var acquireArgsDoc = []string{"lease in milliseconds", "owner (<clientUUID>:<ownerID>)",

@@ -74,8 +74,8 @@ func TestRawLockRunsRlockScriptsAsRlockDoes(t *testing.T) {
 		t.Fatalf("second Unlock: %v, want ErrNotOwner", err)
 	}
 	keys := LockKeys("raw")
-	acq := append(append([]string{"EVALSHA", AcquireScript.SHA, "3"}, keys...), "10000", owner, "", "publish")
-	rel := append(append([]string{"EVALSHA", ReleaseScript.SHA, "3"}, keys...), owner, "1", "10000", "publish")
+	acq := append(append([]string{"EVALSHA", AcquireScript.SHA, "4"}, keys...), "10000", owner, "", "publish")
+	rel := append(append([]string{"EVALSHA", ReleaseScript.SHA, "4"}, keys...), owner, "1", "10000", "publish")
 	want := [][]string{acq, rel}
 	for i, w := range want {
 		if got := tr.calls[i]; !slices.Equal(got, w) {

@@ -61,12 +61,12 @@ func ReleaseArgs(name, leaseMs, owner string) (keys, args []string) {
 	return LockKeys(name), []string{owner, ExpectOne, leaseMs, PublishCommand}
 }
 
-// LockKeys are the three keys every plain-lock script of rlock takes, for a
-// name without braces: the lock, its queue of waiters and the queue's
-// deadlines (the scripts derive the channels' names from the queue's).
+// LockKeys are the four keys every plain-lock script of rlock takes, for a
+// name without braces: the lock, its queue of waiters, the queue's deadlines
+// and its unlock channel.
 func LockKeys(name string) []string {
 	tag := "{" + name + "}"
-	return []string{name, "locksmith_lock_queue:" + tag, "locksmith_lock_timeout:" + tag}
+	return []string{name, "locksmith_lock_queue:" + tag, "locksmith_lock_timeout:" + tag, UnlockChannel(name)}
 }
 
 // UnlockChannel is the Redisson unlock channel of lock name (rlock's for a
