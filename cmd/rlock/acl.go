@@ -29,13 +29,13 @@ func lockKey(prefix, name string) string {
 func lockChannel(name string) string { return lockKey("redisson_lock__channel", name) }
 
 // aclRules returns the ACL rules that let a Redis user run every rlock subcommand on the lock name: its key, its
-// channel, its queue's keys and its grant channels (as keys and as channels), and aclCommands. Names are glob
+// channel (as a key and as a channel), its queue's keys, its grant channels, and aclCommands. Names are glob
 // patterns in ACL rules, so the name's glob characters are escaped.
 func aclRules(name string) []string {
 	ch := globEscape(lockChannel(name))
 	grants := globEscape(lockKey("locksmith_lock__channel", name))
 	return append([]string{"~" + globEscape(name), "~" + ch, "~" + globEscape(lockKey("locksmith_lock_queue", name)),
-		"~" + globEscape(lockKey("locksmith_lock_timeout", name)), "~" + grants, "&" + ch, "&" + grants + ":*"},
+		"~" + globEscape(lockKey("locksmith_lock_timeout", name)), "&" + ch, "&" + grants + ":*"},
 		aclCommands...)
 }
 
