@@ -357,6 +357,9 @@ func (c *Client) unavailable(n *node) error {
 		return ErrClosed
 	}
 	if n == nil {
+		if c.rt != nil {
+			return c.rt.topo.noNode()
+		}
 		return unavailableError("", "connect", errors.New("no cluster node known"))
 	}
 	return n.pool.unavailable()
