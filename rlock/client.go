@@ -35,7 +35,6 @@ type Client struct {
 	recycled func(any)
 
 	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot (batchKeyOf)
-	pub       string        // the publish command every publishing script takes last (publishLua)
 	nextOwner atomic.Uint64 // last owner id handed out; owner ids start at 1
 	closed    atomic.Bool
 	// waitUnsupported: the server (or a proxy) has no WAIT (conn reported conn.ErrWaitUnsupported), so acquires no
@@ -137,9 +136,6 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		c.obs = callbackObserver{r.Observer}
 	}
 	c.cluster = cc.IsCluster()
-	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
-	// is where conn subscribes the channels (Redisson makes the same choice).
-	c.pub = cc.PublishCommand()
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.c = c
@@ -153,6 +149,18 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	c.watchdogGrant.specs = specsOf("g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10))
 	c.retries.set = make(map[*retry]struct{})
 	return c
+}
+
+// pub returns the publish command every publishing script takes last (publishLua): PUBLISH, or SPUBLISH on a
+// cluster with sharded pub/sub, which is where conn subscribes the channels (Redisson makes the same choice). It
+// is read at each call, not once: a cluster transport made with LazyConnect while no node answered learns whether
+// the servers have sharded pub/sub only when a node first answers, and until then says PUBLISH. The read is one
+// atomic load on a cluster and nothing elsewhere.
+func (c *Client) pub() string {
+	if !c.cluster {
+		return "publish"
+	}
+	return c.conn.PublishCommand()
 }
 
 // ID returns the client UUID, the first half of the owner ids this client makes (Redisson's connection-manager
