@@ -109,8 +109,23 @@ func NewClient(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// NewClientFromURL creates a Client for redis://[user:pass@]host:port[/db][?options] or rediss:// (TLS), with
-// every other setting at its default. See conn.ParseURL for the options. It blocks like NewClient.
+// NewClientFromURL creates a Client from a URL, every other setting at its default. conn.ParseURL reads the URL;
+// it accepts six schemes, in any letter case:
+//
+//	redis://[[user]:password@]host[:port][/db][?options]                                     one server
+//	rediss://...                                                                             one server, over TLS
+//	redis-sentinel://[[user]:password@]host1[:port1][,host2[:port2]...]/mastername[?options]  a master found through Sentinel
+//	rediss-sentinel://...                                                                    the same, over TLS (Sentinels too)
+//	redis-cluster://[[user]:password@]host1[:port1][,host2[:port2]...][?options]             a Redis Cluster, from seed nodes
+//	rediss-cluster://...                                                                     the same, over TLS
+//
+// Among the options (conn.ParseURL lists them all, with their defaults): lazy_connect=true makes NewClientFromURL
+// return at once, even with every server down (calls fail with conn.ErrUnavailable until one answers); for the
+// rediss schemes, tls_ca_file names a PEM file of the CA(s) to trust instead of the system's, tls_cert_file and
+// tls_key_file a client certificate and its private key (both or neither), and tls_insecure_skip_verify=true
+// accepts any server certificate (for tests only: anyone on the path can read and change the traffic).
+// Percent-escape '%', '@', '/', '?', '#' and ':' in a password. Errors match conn.ErrInvalidConfig for a bad URL
+// and never show its password. It blocks like NewClient (not with lazy_connect).
 func NewClientFromURL(rawURL string) (*Client, error) {
 	cc, err := conn.ParseURL(rawURL)
 	if err != nil {
