@@ -291,9 +291,11 @@ func (c *Client) Subscribe(channel string, h Handler) *future.Future[*Subscripti
 }
 
 // PublishCommand returns the command that reaches this Client's subscribers of a channel: "spublish" on a cluster
-// whose servers have sharded pub/sub (Redis 7; probed once by New) unless Config.DisableShardedPubSub, else
-// "publish". Scripts that publish should take it as an argument (redis.call(ARGV[n], channel, message)), as
-// Redisson's do, so that Go and Java clients on one cluster agree. Safe for concurrent use.
+// whose servers have sharded pub/sub (Redis 7; probed once, by New or, with LazyConnect and no seed answering, by
+// the first slot map fetched later) unless Config.DisableShardedPubSub, else "publish". Until the probe the answer
+// is "publish", so read it for each command rather than once. Scripts that publish should take it as an argument
+// (redis.call(ARGV[n], channel, message)), as Redisson's do, so that Go and Java clients on one cluster agree. It
+// does not block or allocate. Safe for concurrent use.
 func (c *Client) PublishCommand() string {
 	if cl := c.cluster(); cl != nil && cl.sharded.Load() {
 		return "spublish"
@@ -357,6 +359,9 @@ func (c *Client) unavailable(n *node) error {
 		return ErrClosed
 	}
 	if n == nil {
+		if c.rt != nil {
+			return c.rt.topo.noNode()
+		}
 		return unavailableError("", "connect", errors.New("no cluster node known"))
 	}
 	return n.pool.unavailable()

@@ -271,7 +271,10 @@
 // # Cluster
 //
 // New reads the slot map from the first seed that answers: CLUSTER SHARDS (Redis 7; CLUSTER SLOTS when a server
-// does not know it), and probes once, with COMMAND INFO SSUBSCRIBE, whether the servers have sharded pub/sub. The
+// does not know it or the user's ACL refuses it), and probes once, with COMMAND INFO SSUBSCRIBE, whether the
+// servers have sharded pub/sub. A user refused both CLUSTER SHARDS and CLUSTER SLOTS gets an error matching ErrAuth
+// that names the rules to grant, from New or, with LazyConnect, from every command that finds no node (they are
+// not retried); docs/acl.md lists what a cluster user needs besides a standalone one's rules. The
 // map is one atomic pointer per slot, read without locks. Routing: KeySlot (CRC-16 of the key or of its hash tag,
 // exactly as Redis) of the first key: keys[0] for Eval and Cmd.Keys, for Do the key of the command (args[1], or
 // the first key after numkeys for EVAL/EVALSHA/FCALL; keyless commands such as PING, INFO, WAIT, PUBLISH go to any

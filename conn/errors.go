@@ -28,10 +28,12 @@ var (
 	// no connection because of it, when the server refused the connection's credentials or a permission its
 	// handshake needs: WRONGPASS (a wrong username or password, or a disabled user), NOAUTH (the server requires a
 	// password and none is configured), "AUTH <password> called without any password configured" (a password is
-	// configured and the server needs none), or NOPERM for AUTH, SELECT, CLIENT SETNAME, PING or ROLE. It does not
-	// match ErrUnavailable: retrying will not help. Fix Config.Username and Config.Password (the URL's user info)
-	// or the server's ACL (the user needs +ping, +select and +client|setname for what the Config sends). The
-	// server's reply is a *resp.ServerError inside a *HandshakeError (errors.As). A Client whose server starts
+	// configured and the server needs none), or NOPERM for AUTH, SELECT, CLIENT SETNAME, PING or ROLE, or, from a
+	// cluster, for both CLUSTER SHARDS and CLUSTER SLOTS (the slot map). It does not match ErrUnavailable: retrying
+	// will not help. Fix Config.Username and Config.Password (the URL's user info) or the server's ACL (the user
+	// needs +ping, +select and +client|setname for what the Config sends, and +cluster|shards or +cluster|slots
+	// on a cluster: see docs/acl.md). The server's reply is a *resp.ServerError (errors.As), inside a
+	// *HandshakeError for a handshake step. A Client whose server starts
 	// refusing it keeps trying, but only every Config.ReconnectMaxBackoff, so a fixed ACL is picked up without a
 	// restart; commands meanwhile fail at once with this error.
 	ErrAuth = errors.New("conn: the server refused the credentials or a permission the connection needs; " +
@@ -132,8 +134,8 @@ type ConnError struct {
 	// Addr is the server's host:port.
 	Addr string
 	// Op says what failed: "dial", "handshake", "read", "write", "protocol", "timeout", "connect" (no
-	// connection was up when the command was issued), "failover" (a Sentinel Client moved to a new master) or
-	// "removed" (a cluster node left the slot map).
+	// connection was up when the command was issued), "cluster" (no cluster node gave the slot map), "failover"
+	// (a Sentinel Client moved to a new master) or "removed" (a cluster node left the slot map).
 	Op string
 	// Err is the cause.
 	Err error
@@ -153,8 +155,10 @@ func (e *ConnError) Error() string {
 		sb.WriteString("conn: the server refused the connection (")
 	}
 	sb.WriteString(e.Op)
-	sb.WriteString(" ")
-	sb.WriteString(e.Addr)
+	if e.Addr != "" {
+		sb.WriteString(" ")
+		sb.WriteString(e.Addr)
+	}
 	sb.WriteString(")")
 	if e.Err != nil {
 		sb.WriteString(": ")

@@ -81,6 +81,9 @@ type registry struct {
 	route func(name string) *pubsub
 	// moved returns where a channel refused with "MOVED slot addr" belongs (cluster), or nil.
 	moved func(msg string) *pubsub
+	// noRoute, when set, is the error of a subscription that route found no connection for (cluster: the
+	// servers' refusal of the slot map, when that is why); else it matches ErrUnavailable.
+	noRoute func() error
 }
 
 func newRegistry(route func(string) *pubsub, moved func(string) *pubsub) *registry {
@@ -134,7 +137,11 @@ func (r *registry) subscribe(name string, h Handler) *future.Future[*Subscriptio
 	}
 	if ps == nil {
 		r.mu.Unlock()
-		p.Fail(unavailableError("", "connect", nil))
+		if r.noRoute != nil {
+			p.Fail(r.noRoute())
+		} else {
+			p.Fail(unavailableError("", "connect", nil))
+		}
 		return p.Future()
 	}
 	pc := ps.keeper.cur.Load()

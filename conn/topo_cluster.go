@@ -21,11 +21,14 @@ type cluster struct {
 	sharded atomic.Bool
 	probed  bool // sharded is known; owned by New, then by the refresh (one at a time)
 
-	useShards atomic.Bool // CLUSTER SHARDS works (else CLUSTER SLOTS)
-	slots     [SlotCount]atomic.Pointer[node]
-	masters   atomic.Pointer[[]*node] // the nodes serving slots, for keyless commands
-	rr        atomic.Uint32           // round robin over masters
-	failing   atomic.Bool             // the last refresh failed (its warning is logged once per outage)
+	useShards atomic.Bool // CLUSTER SHARDS works and is allowed (else CLUSTER SLOTS)
+	// refusal is the error of the last slot-map fetch when the servers refused it (credentials or ACL), nil once
+	// one succeeds: commands and subscriptions that find no node fail with it at once instead of retrying.
+	refusal atomic.Pointer[ConnError]
+	slots   [SlotCount]atomic.Pointer[node]
+	masters atomic.Pointer[[]*node] // the nodes serving slots, for keyless commands
+	rr      atomic.Uint32           // round robin over masters
+	failing atomic.Bool             // the last refresh failed (its warning is logged once per outage)
 
 	mu      sync.Mutex // guards the fields below
 	nodes   map[string]*node
@@ -47,6 +50,7 @@ func (c *Client) startCluster() error {
 	cl.ep = &endpoint{cfg: &c.cfg, rt: c.rt}
 	cl.ref = &refresher{c: c, run: cl.refresh, period: c.cfg.TopologyRefreshInterval}
 	c.reg = newRegistry(cl.routePubsub, cl.movedPubsub)
+	c.reg.noRoute = cl.noNodeErr
 
 	var t *slotMap
 	var errs []error
@@ -65,12 +69,20 @@ func (c *Client) startCluster() error {
 		errs = append(errs, err)
 	}
 	if t == nil {
-		err := unavailableError("", "cluster", errors.Join(append([]error{errors.New("no seed node answered")}, errs...)...))
+		err := unavailableError("", "cluster", errors.Join(append([]error{errors.New("no seed node gave the slot map")}, errs...)...))
 		if !c.cfg.LazyConnect {
 			return err
 		}
-		// Lazily: commands find no node and retry within RetryTimeout; refreshes ask the seeds until one answers.
-		c.cfg.Logger.Warn("conn: no cluster seed answered; retrying in the background", "error", err)
+		// Lazily: commands find no node and retry within RetryTimeout (or fail at once with a refusal); refreshes
+		// ask the seeds until one answers.
+		if refused(err) {
+			cl.refusal.Store(err)
+			cl.failing.Store(true)
+			c.cfg.Logger.Error("conn: the cluster's seeds refused the connection; fix the configuration or the ACL",
+				"error", err)
+		} else {
+			c.cfg.Logger.Warn("conn: no cluster seed answered; retrying in the background", "error", err)
+		}
 		cl.ref.start()
 		cl.ref.trigger()
 		return nil
@@ -110,6 +122,18 @@ func (cl *cluster) nodeFor(slot int) *node {
 		return nil
 	}
 	return (*ms)[int(cl.rr.Add(1)%uint32(len(*ms)))]
+}
+
+// noNode is topology.noNode.
+func (cl *cluster) noNode() error { return cl.noNodeErr() }
+
+// noNodeErr is the error of a command or subscription that finds no node (no slot map yet): the servers' refusal
+// of the last slot-map query, which no retry will change, else an unavailability worth retrying.
+func (cl *cluster) noNodeErr() error {
+	if e := cl.refusal.Load(); e != nil {
+		return e
+	}
+	return unavailableError("", "connect", errors.New("no cluster node known"))
 }
 
 // routesBySlot is topology.routesBySlot: a cluster routes each command to the node of its key's slot.
@@ -303,11 +327,18 @@ func (cl *cluster) refresh() {
 			if cl.failing.CompareAndSwap(false, true) {
 				level = slog.LevelWarn
 			}
+			if refused(err) {
+				ce := unavailableError("", "cluster", err)
+				if cl.refusal.Swap(ce) == nil {
+					level = slog.LevelError // someone must fix the configuration or the ACL: say so loudly, once
+				}
+			}
 			cl.c.cfg.Logger.Log(cl.c.ctx, level, "conn: cluster topology refresh failed", "error", err)
 		}
 		cl.ref.stillDegraded()
 		return
 	}
+	cl.refusal.Store(nil)
 	cl.failing.Store(false)
 	if !cl.probed {
 		cl.probed = true

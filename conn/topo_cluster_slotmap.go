@@ -37,9 +37,11 @@ func (t *slotMap) addrs() []string {
 	return out
 }
 
-// fetchFrom asks the node at addr for the slot map: CLUSTER SHARDS while the servers know it (Redis 7), else CLUSTER
-// SLOTS (the first "unknown subcommand" switches the Client to SLOTS for good). With probe it also asks COMMAND
-// INFO SSUBSCRIBE and reports whether the server has sharded pub/sub. It blocks for at most ctx.
+// fetchFrom asks the node at addr for the slot map: CLUSTER SHARDS while the servers know it (Redis 7) and let the
+// user run it, else CLUSTER SLOTS (the first "unknown subcommand" or NOPERM switches the Client to SLOTS for good: a
+// user whose ACL allows +cluster|slots alone is served as well). A user refused both gets an error matching ErrAuth
+// that names the rules to grant (slotMapRefusal). With probe it also asks COMMAND INFO SSUBSCRIBE and reports
+// whether the server has sharded pub/sub. It blocks for at most ctx.
 func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *slotMap, sharded bool, err error) {
 	cfg := &cl.c.cfg
 	for {
@@ -56,15 +58,19 @@ func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *s
 			return nil, false, err
 		}
 		if v := vs[0]; v.Type == resp.ErrorReply {
-			if shards && strings.Contains(strings.ToLower(v.Str), "unknown subcommand") {
+			se := resp.NewServerError(v.Str)
+			if shards && (se.Prefix == "NOPERM" || strings.Contains(strings.ToLower(se.Message), "unknown subcommand")) {
 				cl.useShards.Store(false)
 				continue
 			}
-			if strings.Contains(v.Str, "cluster support disabled") {
-				return nil, false, fmt.Errorf("%w: %s is not a cluster node (%s); use Addr or SentinelAddrs for it",
-					ErrInvalidConfig, addr, v.Str)
+			if se.Prefix == "NOPERM" {
+				return nil, false, &slotMapRefusal{addr: addr, reply: se}
 			}
-			return nil, false, fmt.Errorf("%s: %w", addr, v.Err())
+			if strings.Contains(se.Message, "cluster support disabled") {
+				return nil, false, fmt.Errorf("%w: %s is not a cluster node (%s); use Addr or SentinelAddrs for it",
+					ErrInvalidConfig, addr, se.Message)
+			}
+			return nil, false, fmt.Errorf("%s: %w", addr, se)
 		}
 		host, _, _ := net.SplitHostPort(addr)
 		if shards {
@@ -78,10 +84,32 @@ func (cl *cluster) fetchFrom(ctx context.Context, addr string, probe bool) (t *s
 		if probe {
 			v := &vs[1]
 			sharded = v.Type == resp.Array && len(v.Elems) == 1 && v.Elems[0].Type == resp.Array && !v.Elems[0].Null
+			if v.Type == resp.ErrorReply {
+				// Without the answer the Client cannot tell whether the servers have sharded pub/sub, and falls
+				// back to SUBSCRIBE and PUBLISH, which Redisson's clients on the same cluster may not use.
+				cfg.Logger.Warn("conn: the server refused COMMAND INFO, so sharded pub/sub is not used; "+
+					"grant the user +command|info to detect it", "addr", addr, "reply", v.Str)
+			}
 		}
 		return t, sharded, nil
 	}
 }
+
+// slotMapRefusal is the error of a slot-map query that the user's ACL refused (NOPERM to CLUSTER SLOTS, after
+// CLUSTER SHARDS was refused or unknown). It matches ErrAuth and the server's *resp.ServerError: no retry will
+// help until someone grants the rules its message names.
+type slotMapRefusal struct {
+	addr  string
+	reply *resp.ServerError
+}
+
+func (e *slotMapRefusal) Error() string {
+	return "conn: " + e.addr + " refused the cluster's slot map: " + strconv.QuoteToASCII(e.reply.Message) +
+		"; grant the user +cluster|shards (Redis 7) or +cluster|slots on every node (" + ErrAuth.Error() + ")"
+}
+
+// Unwrap returns ErrAuth and the server's reply.
+func (e *slotMapRefusal) Unwrap() []error { return []error{ErrAuth, e.reply} }
 
 // fetch asks the known nodes in turn (with probe, also whether they have sharded pub/sub: see fetchFrom) (masters that are up, then the other masters and replicas of the last map,
 // then the seeds), each bounded by DialTimeout, and returns the first map whose masters the Client can all reach.

@@ -62,6 +62,9 @@ type topology interface {
 	routesBySlot() bool
 	// nodeFor returns the node serving slot (-1: any); nil while no node is known.
 	nodeFor(slot int) *node
+	// noNode is the error of a command that finds no node (nodeFor nil): one matching ErrUnavailable, or the
+	// servers' refusal (ErrAuth, ErrInvalidConfig) when that is why no node is known, so that it is not retried.
+	noNode() error
 	// redirect returns the node a MOVED (moved true) or ASK reply names for slot, and records a MOVED; nil when the
 	// redirection cannot be followed (not a cluster, or closing).
 	redirect(slot int, addr string, moved bool) *node
@@ -139,7 +142,7 @@ func (rt *router) do(p *future.Promise[resp.Value], op *syncOp, stop func() bool
 			}
 		}
 	}
-	var last error = ErrUnavailable
+	last := rt.topo.noNode()
 	if n != nil {
 		last = n.pool.unavailable()
 	}
@@ -248,7 +251,7 @@ func (rt *router) kick() { rt.retries.RunNow() }
 func (rt *router) retry(r *resend) {
 	n := rt.nodeFor(int(r.e.slot))
 	if n == nil {
-		r.kind = unreachable
+		r.kind, r.last = unreachable, rt.topo.noNode()
 		rt.retryLater(r)
 		return
 	}

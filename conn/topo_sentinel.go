@@ -271,6 +271,11 @@ func (s *sentinel) routesBySlot() bool { return false }
 // nodeFor is topology.nodeFor: the master's node, whatever the slot.
 func (s *sentinel) nodeFor(int) *node { return s.node }
 
+// noNode is topology.noNode: before the Sentinels named a master, commands wait for one.
+func (s *sentinel) noNode() error {
+	return unavailableError("", "connect", errors.New("no master known yet"))
+}
+
 // redirect is topology.redirect: a Sentinel-managed master does not redirect.
 func (s *sentinel) redirect(int, string, bool) *node { return nil }
 

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,6 +68,8 @@ func aclRules(t *testing.T) map[string][]string {
 		switch {
 		case strings.HasPrefix(line, "### "):
 			kind = strings.TrimSpace(strings.TrimPrefix(line, "### "))
+		case strings.HasPrefix(line, "## "):
+			kind = "" // a section's own blocks (Redis Cluster) are not a kind's
 		case line == "```acl":
 			inBlock = true
 		case line == "```":
@@ -133,66 +136,104 @@ func TestACLEachKindRunsWithItsMinimalACL(t *testing.T) {
 	srv := redistest.Start(t)
 	rules := aclRules(t)
 	ctx := context.Background()
-	for kind, scenario := range aclScenarios {
+	for kind := range aclScenarios {
 		t.Run(kind, func(t *testing.T) {
 			name := "app:" + kind // the rules cover it by a pattern, name*, as a family of names would be
-			args := []string{"ACL", "SETUSER", "u-" + kind, "reset", "on", ">pw"}
-			for _, r := range rules[kind] {
-				args = append(args, strings.ReplaceAll(r, "NAME", name+"*"))
+			user := "u-" + kind
+			if _, err := srv.Do(ctx, aclSetUser(t, user, rules[kind], name)...); err != nil {
+				t.Fatalf("ACL SETUSER %s: %v", user, err)
 			}
-			if len(rules[kind]) == 0 {
-				t.Fatalf("%s has no rules for %s", aclDoc, kind)
-			}
-			if _, err := srv.Do(ctx, args...); err != nil {
-				t.Fatalf("ACL SETUSER %v: %v", args[3:], err)
-			}
-			if _, err := srv.Do(ctx, "ACL", "LOG", "RESET"); err != nil {
-				t.Fatal(err)
-			}
-			var denied atomic.Int32
-			obs := aclObserver{denied: &denied, renewals: make(chan struct{}, 1)}
-			mk := func() *rlock.Client {
-				c, err := rlock.NewClient(rlock.Config{WatchdogTimeout: aclWatchdog, Observer: obs,
-					Conn: conn.Config{Addr: srv.Addr(), Username: "u-" + kind, Password: "pw"}})
-				if err != nil {
-					t.Fatalf("NewClient as the %s user: %v", kind, err)
-				}
-				t.Cleanup(func() { c.Close() })
-				return c
-			}
-			a, b := mk(), mk()
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			renewed := func() {
-				t.Helper()
-				select {
-				case <-obs.renewals: // one may be left from before: drain it and wait for the next
-				default:
-				}
-				select {
-				case <-obs.renewals:
-				case <-sctx.Done():
-					t.Fatal("no renewal while a lock was held")
-				}
-			}
-			scenario(t, sctx, a, b, name, renewed)
-			a.Close()
-			b.Close()
-			log, err := srv.Do(ctx, "ACL", "LOG")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(log.Array) != 0 {
-				t.Errorf("the server refused the %s user %d times; first: %v", kind, len(log.Array), log.Array[0])
-			}
-			if n := denied.Load(); n != 0 {
-				t.Errorf("%d pub/sub refusals reported", n)
-			}
-			if s := a.Stats(); s.PublishesRefused != 0 {
-				t.Errorf("%d messages refused", s.PublishesRefused)
-			}
+			runACLScenario(t, kind, name, conn.Config{Addr: srv.Addr(), Username: user, Password: "pw"}, srv)
 		})
 	}
+}
+
+// aclSetUser returns the ACL SETUSER command that makes user, with password "pw", from nothing with exactly
+// rules, NAME standing for the pattern name*.
+func aclSetUser(t *testing.T, user string, rules []string, name string) []string {
+	t.Helper()
+	if len(rules) == 0 {
+		t.Fatalf("%s gives no rules for %s", aclDoc, user)
+	}
+	args := []string{"ACL", "SETUSER", user, "reset", "on", ">pw"}
+	for _, r := range rules {
+		args = append(args, strings.ReplaceAll(r, "NAME", name+"*"))
+	}
+	return args
+}
+
+// runACLScenario runs kind's scenario on name through two clients made with cc (whose user has the rules under
+// test) and fails t if any of nodes refused them anything: an ACL LOG entry, a pub/sub refusal reported to the
+// Observer, a message refused to a script.
+func runACLScenario(t *testing.T, kind, name string, cc conn.Config, nodes ...*redistest.Server) {
+	t.Helper()
+	ctx := context.Background()
+	for _, n := range nodes {
+		if _, err := n.Do(ctx, "ACL", "LOG", "RESET"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var denied atomic.Int32
+	obs := aclObserver{denied: &denied, renewals: make(chan struct{}, 1)}
+	mk := func() *rlock.Client {
+		c, err := rlock.NewClient(rlock.Config{WatchdogTimeout: aclWatchdog, Observer: obs, Conn: cc})
+		if err != nil {
+			t.Fatalf("NewClient as the %s user: %v", kind, err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	a, b := mk(), mk()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	renewed := func() {
+		t.Helper()
+		select {
+		case <-obs.renewals: // one may be left from before: drain it and wait for the next
+		default:
+		}
+		select {
+		case <-obs.renewals:
+		case <-sctx.Done():
+			t.Fatal("no renewal while a lock was held")
+		}
+	}
+	aclScenarios[kind](t, sctx, a, b, name, renewed)
+	a.Close()
+	b.Close()
+	for _, n := range nodes {
+		if log := aclLog(t, n); len(log) != 0 {
+			t.Errorf("%s refused the %s user %d times; first: %v", n.Addr(), kind, len(log), log[0])
+		}
+	}
+	if n := denied.Load(); n != 0 {
+		t.Errorf("%d pub/sub refusals reported", n)
+	}
+	if s := a.Stats(); s.PublishesRefused != 0 {
+		t.Errorf("%d messages refused", s.PublishesRefused)
+	}
+}
+
+// aclLog returns srv's ACL LOG, each entry as its field/value map (reason, object, username...).
+func aclLog(t *testing.T, srv *redistest.Server) []map[string]string {
+	t.Helper()
+	log, err := srv.Do(context.Background(), "ACL", "LOG")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]map[string]string, 0, len(log.Array))
+	for _, e := range log.Array {
+		m := map[string]string{}
+		for i := 0; i+1 < len(e.Array); i += 2 {
+			v := e.Array[i+1]
+			m[e.Array[i].Str] = v.Str
+			if v.Kind == redistest.KindInt {
+				m[e.Array[i].Str] = strconv.FormatInt(v.Int, 10)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // aclObserver counts pub/sub refusals and signals successful renewals.

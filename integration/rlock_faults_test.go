@@ -107,3 +107,47 @@ func TestUnreachableServerExpiresTheLeaseOnTime(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Against a server that stops answering (SIGSTOP), UnlockAsync(held).Get(ctx) returns ctx's error when ctx ends,
+// while the release is still pending, instead of waiting for the transport's retries (up to 12.6 s with the
+// defaults); the release goes on, and completes once the server answers again (SIGCONT): nothing of the hold is
+// left on the server.
+func TestUnlockAsyncGetIsBoundedByItsContextAgainstAFrozenServer(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 30*time.Second)
+	l := c.Lock("frozen")
+	held := mustLock(t, l, ctx)
+
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Resume() // a no-op once resumed below; it keeps the server alive for Close after a failure
+	f := l.UnlockAsync(held)
+	wait, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := f.Get(wait); !errors.Is(err, context.DeadlineExceeded) || wait.Err() == nil {
+		t.Fatalf("Get against a frozen server = %v; want the context's deadline, once it passed", err)
+	}
+	select {
+	case <-f.Done():
+		t.Fatalf("the release completed while the server was frozen")
+	default:
+	}
+
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Get(ctx); err != nil {
+		t.Fatalf("the release after the server resumed: %v", err)
+	}
+	if !errors.Is(context.Cause(held), rlock.ErrReleased) {
+		t.Fatalf("held's cause = %v; want ErrReleased", context.Cause(held))
+	}
+	if n, err := srv.DoInt(ctx, "EXISTS", "frozen"); err != nil || n != 0 {
+		t.Fatalf("EXISTS frozen = %d, %v: the hold is still on the server", n, err)
+	}
+	if st := c.Stats(); st.Held != 0 {
+		t.Fatalf("the client still records a hold: %+v", st)
+	}
+}

@@ -316,7 +316,7 @@ func (lc *lockCall) send() {
 		c := lc.sh.c
 		k := plainKeys(lc.lo.name) // on the stack: Eval encodes it at once
 		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, k[:], lc.leaseArg(), lc.owner,
-			lc.attemptSpec(), c.pub), lc.callback())
+			lc.attemptSpec(), c.pub()), lc.callback())
 		return
 	}
 	s, keys, args := lc.lo.rules.attempt(lc)

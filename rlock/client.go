@@ -35,7 +35,6 @@ type Client struct {
 	recycled func(any)
 
 	cluster   bool          // the transport talks to a Redis Cluster: renewals are batched per slot (batchKeyOf)
-	pub       string        // the publish command every publishing script takes last (publishLua)
 	nextOwner atomic.Uint64 // last owner id handed out; owner ids start at 1
 	closed    atomic.Bool
 	// waitUnsupported: the server (or a proxy) has no WAIT (conn reported conn.ErrWaitUnsupported), so acquires no
@@ -110,8 +109,23 @@ func NewClient(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// NewClientFromURL creates a Client for redis://[user:pass@]host:port[/db][?options] or rediss:// (TLS), with
-// every other setting at its default. See conn.ParseURL for the options. It blocks like NewClient.
+// NewClientFromURL creates a Client from a URL, every other setting at its default. conn.ParseURL reads the URL;
+// it accepts six schemes, in any letter case:
+//
+//	redis://[[user]:password@]host[:port][/db][?options]                                     one server
+//	rediss://...                                                                             one server, over TLS
+//	redis-sentinel://[[user]:password@]host1[:port1][,host2[:port2]...]/mastername[?options]  a master found through Sentinel
+//	rediss-sentinel://...                                                                    the same, over TLS (Sentinels too)
+//	redis-cluster://[[user]:password@]host1[:port1][,host2[:port2]...][?options]             a Redis Cluster, from seed nodes
+//	rediss-cluster://...                                                                     the same, over TLS
+//
+// Among the options (conn.ParseURL lists them all, with their defaults): lazy_connect=true makes NewClientFromURL
+// return at once, even with every server down (calls fail with conn.ErrUnavailable until one answers); for the
+// rediss schemes, tls_ca_file names a PEM file of the CA(s) to trust instead of the system's, tls_cert_file and
+// tls_key_file a client certificate and its private key (both or neither), and tls_insecure_skip_verify=true
+// accepts any server certificate (for tests only: anyone on the path can read and change the traffic).
+// Percent-escape '%', '@', '/', '?', '#' and ':' in a password. Errors match conn.ErrInvalidConfig for a bad URL
+// and never show its password. It blocks like NewClient (not with lazy_connect).
 func NewClientFromURL(rawURL string) (*Client, error) {
 	cc, err := conn.ParseURL(rawURL)
 	if err != nil {
@@ -137,9 +151,6 @@ func newClient(cc *conn.Client, r resolved) *Client {
 		c.obs = callbackObserver{r.Observer}
 	}
 	c.cluster = cc.IsCluster()
-	// The one place the publish command is chosen: PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, which
-	// is where conn subscribes the channels (Redisson makes the same choice).
-	c.pub = cc.PublishCommand()
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.c = c
@@ -153,6 +164,18 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	c.watchdogGrant.specs = specsOf("g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10))
 	c.retries.set = make(map[*retry]struct{})
 	return c
+}
+
+// pub returns the publish command every publishing script takes last (publishLua): PUBLISH, or SPUBLISH on a
+// cluster with sharded pub/sub, which is where conn subscribes the channels (Redisson makes the same choice). It
+// is read at each call, not once: a cluster transport made with LazyConnect while no node answered learns whether
+// the servers have sharded pub/sub only when a node first answers, and until then says PUBLISH. The read is one
+// atomic load on a cluster and nothing elsewhere.
+func (c *Client) pub() string {
+	if !c.cluster {
+		return "publish"
+	}
+	return c.conn.PublishCommand()
 }
 
 // ID returns the client UUID, the first half of the owner ids this client makes (Redisson's connection-manager

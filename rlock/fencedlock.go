@@ -48,7 +48,7 @@ func (l *FencedLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
 	c := l.c
 	k := plainKeys(l.name)
 	return fencedAcquireScript, append(k[:], prefixName(lockTokenPrefix, l.name)), []string{lc.leaseArg(),
-		lc.owner, lc.attemptSpec(), c.pub}
+		lc.owner, lc.attemptSpec(), c.pub()}
 }
 
 func (l *FencedLock) decode(v resp.Value, err error) outcome {
@@ -198,7 +198,7 @@ func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
-			Args: []string{unlockMessage, l.c.pub}})
+			Args: []string{unlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.

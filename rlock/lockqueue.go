@@ -272,7 +272,7 @@ func (lc *lockCall) leave(later bool) {
 	try = func() {
 		k := plainKeys(lc.lo.name)
 		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.leaveSpec(),
-			c.pub).OnComplete(func(v resp.Value, err error) {
+			c.pub()).OnComplete(func(v resp.Value, err error) {
 			if err == nil {
 				if v = c.published(lc.sh, lc.lo.name, v); v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
 					c.orphanSettled(lc.lo.name, lc.owner, true, nil) // a grant made to it was released

@@ -83,7 +83,7 @@ func (s *PermitExpirableSemaphore) acquire(ctx context.Context, op string, permi
 		attempt: func() (*conn.Script, []string, []string) {
 			var raw []string
 			raw, ids = newPermitIDs(permits)
-			return pesAcquireScript, s.keys, append(append([]string{leaseArg}, raw...), s.c.pub)
+			return pesAcquireScript, s.keys, append(append([]string{leaseArg}, raw...), s.c.pub())
 		},
 		decode: func(v resp.Value, err error) (outcome, []string) {
 			switch {
@@ -220,7 +220,7 @@ func (s *PermitExpirableSemaphore) ReleaseAsync(ctx context.Context, ids ...stri
 
 func (s *PermitExpirableSemaphore) release(ctx context.Context, raw []string) *future.Future[struct{}] {
 	want := len(raw)
-	return future.Then(s.c.call(ctx, conn.Cmd{Script: pesReleaseScript, Keys: s.keys, Args: append(raw, s.c.pub)}), func(v resp.Value, err error) (struct{}, error) {
+	return future.Then(s.c.call(ctx, conn.Cmd{Script: pesReleaseScript, Keys: s.keys, Args: append(raw, s.c.pub())}), func(v resp.Value, err error) (struct{}, error) {
 		n, err := intReply(v, err)
 		if err == nil && int(n) != want {
 			err = errPermitsNotFound(want - int(n))
@@ -246,7 +246,7 @@ func (s *PermitExpirableSemaphore) UpdateLease(ctx context.Context, id string, l
 	if err := pesLeaseArg(op, lease); err != nil {
 		return err
 	}
-	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: pesUpdateLeaseScript, Keys: s.keys, Args: []string{raw, millis(lease), s.c.pub}}).Get(ctx))
+	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: pesUpdateLeaseScript, Keys: s.keys, Args: []string{raw, millis(lease), s.c.pub()}}).Get(ctx))
 	if err == nil && n != 1 {
 		err = ErrPermitNotFound
 	}
@@ -262,7 +262,7 @@ func (s *PermitExpirableSemaphore) Permits(ctx context.Context) (available, held
 	if err := s.checkCtx("PermitExpirableSemaphore.Permits", ctx); err != nil {
 		return 0, 0, err
 	}
-	v, err := s.c.call(ctx, conn.Cmd{Script: pesAvailableScript, Keys: s.keys, Args: []string{s.c.pub}}).Get(ctx)
+	v, err := s.c.call(ctx, conn.Cmd{Script: pesAvailableScript, Keys: s.keys, Args: []string{s.c.pub()}}).Get(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -284,7 +284,7 @@ func (s *PermitExpirableSemaphore) TrySetPermits(ctx context.Context, permits in
 	if permits < 0 {
 		return false, &ArgumentError{Op: "PermitExpirableSemaphore.TrySetPermits", Arg: "permits", Value: strconv.Itoa(permits), Reason: "must not be negative"}
 	}
-	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: pesTrySetScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub}}).Get(ctx))
+	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: pesTrySetScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub()}}).Get(ctx))
 	return n == 1, err
 }
 
@@ -300,5 +300,5 @@ func (s *PermitExpirableSemaphore) AddPermits(ctx context.Context, permits int) 
 	if permits == 0 {
 		return 0, &ArgumentError{Op: "PermitExpirableSemaphore.AddPermits", Arg: "permits", Value: "0", Reason: "must not be zero"}
 	}
-	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: pesAddScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub}}).Get(ctx))
+	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: pesAddScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub()}}).Get(ctx))
 }

@@ -34,7 +34,7 @@ func (lc *lockCall) sendSynced() {
 	if lc.lo.rules == nil {
 		k := plainKeys(lc.lo.name)
 		cmd = conn.Cmd{Script: acquireScript, Keys: k[:], Args: []string{lc.leaseArg(), lc.owner, lc.attemptSpec(),
-			c.pub}}
+			c.pub()}}
 	} else {
 		s, keys, args := lc.lo.rules.attempt(lc)
 		cmd = conn.Cmd{Script: s, Keys: keys, Args: args}

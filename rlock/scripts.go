@@ -30,7 +30,7 @@ import (
 // PUBLISH, or SPUBLISH on a Redis Cluster with sharded pub/sub, as conn.Client.PublishCommand says (and as
 // Redisson passes it to its scripts), so that the messages reach the subscribers of this package and Redisson's
 // alike in every topology. The prelude takes it off ARGV, so that the other arguments read as each script
-// documents them. Client.pub is the one place the command is chosen.
+// documents them. Client.pub is the one place the command is chosen, at each call.
 //
 // Scripts publish with pub(channel, message), never with redis.call: a refused PUBLISH (a Redis user without the
 // channel's permission, or without +publish) raised inside redis.call would abort the script after its writes took

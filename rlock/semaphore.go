@@ -59,7 +59,7 @@ func (s *Semaphore) acquire(ctx context.Context, op string, permits int, wait ti
 
 // giveBack returns permits taken for a call whose caller will never see them.
 func (s *Semaphore) giveBack(permits int) {
-	s.c.callOnce(background, conn.Cmd{Script: semReleaseScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub}}).
+	s.c.callOnce(background, conn.Cmd{Script: semReleaseScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub()}}).
 		OnComplete(func(_ resp.Value, err error) {
 			if err != nil && !s.c.closed.Load() {
 				s.c.log.Warn("rlock: returning permits taken for an abandoned acquire failed", "semaphore", s.name, "err", err)
@@ -132,7 +132,7 @@ func (s *Semaphore) ReleaseAsync(ctx context.Context, permits int) *future.Futur
 	if permits <= 0 {
 		return future.Completed(struct{}{}, permitsError("Semaphore.Release", int64(permits)))
 	}
-	return future.Then(s.c.callOnce(ctx, conn.Cmd{Script: semReleaseScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub}}),
+	return future.Then(s.c.callOnce(ctx, conn.Cmd{Script: semReleaseScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub()}}),
 		func(_ resp.Value, err error) (struct{}, error) { return struct{}{}, err })
 }
 
@@ -173,7 +173,7 @@ func (s *Semaphore) TrySetPermitsTTL(ctx context.Context, permits int, ttl time.
 		return false, &ArgumentError{Op: "Semaphore.TrySetPermits", Arg: "ttl", Value: ttl.String(), Reason: "must be at least 1ms, or 0 for none"}
 	}
 	n, err := intReply(s.c.call(ctx, conn.Cmd{Script: semTrySetScript, Keys: s.keys,
-		Args: []string{strconv.Itoa(permits), millis(ttl), s.c.pub}}).Get(ctx))
+		Args: []string{strconv.Itoa(permits), millis(ttl), s.c.pub()}}).Get(ctx))
 	return n == 1, err
 }
 
@@ -190,7 +190,7 @@ func (s *Semaphore) AddPermits(ctx context.Context, permits int) (int64, error) 
 	if permits == 0 {
 		return 0, &ArgumentError{Op: "Semaphore.AddPermits", Arg: "permits", Value: "0", Reason: "must not be zero"}
 	}
-	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: semAddScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub}}).Get(ctx))
+	return intReply(s.c.callOnce(ctx, conn.Cmd{Script: semAddScript, Keys: s.keys, Args: []string{strconv.Itoa(permits), s.c.pub()}}).Get(ctx))
 }
 
 // DrainPermits takes every available permit and returns how many it took. It blocks until the server answers or

@@ -235,13 +235,13 @@ func (c *Client) releaseCmd(kind holdKind, keys []string, owner string, expect i
 	exp := strconv.FormatInt(expect, 10) // small counts come from strconv's static table: no allocation
 	switch kind {
 	case kindFair:
-		return fairReleaseScript, keys, []string{owner, exp, lease, unlockMessage, c.pub}
+		return fairReleaseScript, keys, []string{owner, exp, lease, unlockMessage, c.pub()}
 	case kindRead:
-		return rwReadReleaseScript, keys, []string{owner, exp, unlockMessage, c.pub}
+		return rwReadReleaseScript, keys, []string{owner, exp, unlockMessage, c.pub()}
 	case kindWrite:
-		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage, c.pub}
+		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage, c.pub()}
 	}
-	return releaseScript, keys, []string{owner, exp, lease, c.pub}
+	return releaseScript, keys, []string{owner, exp, lease, c.pub()}
 }
 
 // leaseArg formats a lease for a script, without allocating for the watchdog timeout.
@@ -271,12 +271,12 @@ func (op *unlockOp) send() {
 			op.sentAt = c.now()     // the next waiter's lease, if the release grants it, counts from here
 			k := plainKeys(op.name) // on the stack: Eval encodes it at once
 			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
-				next.owner, next.specArg(next.prefer), c.pub), op.callback())
+				next.owner, next.specArg(next.prefer), c.pub()), op.callback())
 			return
 		}
 		k := plainKeys(op.name)
 		future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
-			c.pub), op.callback())
+			c.pub()), op.callback())
 		return
 	}
 	s, keys, args := c.releaseCmd(op.kind, c.releaseKeys(op.kind, op.name, op.owner), op.owner, op.expect, op.lease)

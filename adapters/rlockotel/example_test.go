@@ -3,23 +3,23 @@ package rlockotel_test
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/locksmith-go/locksmith/adapters/rlockotel"
 	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // A Client whose acquires and unlocks are spans of the caller's trace. A service passes its own providers (or
-// none: the global ones), with exporters to its collector; here an in-memory exporter shows the spans.
+// none: the global ones), with exporters to its collector; here an in-memory exporter shows the spans. The Redis
+// server's address comes from LOCKSMITH_REDIS_ADDR (default 127.0.0.1:6379).
 func Example() {
-	srv, err := redistest.StartServer() // a throwaway server: a service connects to its own Redis
-	if err != nil {
-		panic(err)
+	addr := os.Getenv("LOCKSMITH_REDIS_ADDR") // a service reads its own configuration
+	if addr == "" {
+		addr = "127.0.0.1:6379"
 	}
-	defer srv.Close()
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	defer tp.Shutdown(context.Background())
@@ -28,7 +28,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}, Observer: obs})
+	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: addr}, Observer: obs})
 	if err != nil {
 		panic(err)
 	}

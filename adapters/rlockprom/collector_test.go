@@ -18,12 +18,11 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent())
-}
+// TestMain fails the run if a goroutine outlives the tests, and points the example at a throwaway redis-server
+// through LOCKSMITH_REDIS_ADDR, as a service's configuration would, so that its output is checked on every run.
+func TestMain(m *testing.M) { redistest.ServeExamples(m) }
 
 // scrape fetches /metrics and returns each sample line's value by its name and labels, as exposed.
 func scrape(t *testing.T, url string) map[string]float64 {

@@ -6,26 +6,25 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 
 	"github.com/locksmith-go/locksmith/adapters/rlockprom"
 	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// A Client whose lock events and state a Prometheus registry exposes on /metrics.
+// A Client whose lock events and state a Prometheus registry exposes on /metrics. The Redis server's address comes
+// from LOCKSMITH_REDIS_ADDR (default 127.0.0.1:6379).
 func Example() {
-	srv, err := redistest.StartServer() // a throwaway server: a service connects to its own Redis
-	if err != nil {
-		panic(err)
+	addr := os.Getenv("LOCKSMITH_REDIS_ADDR") // a service reads its own configuration
+	if addr == "" {
+		addr = "127.0.0.1:6379"
 	}
-	defer srv.Close()
-
 	metrics := rlockprom.New(rlockprom.Options{})
-	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: srv.Addr()}, Observer: metrics})
+	c, err := rlock.NewClient(rlock.Config{Conn: conn.Config{Addr: addr}, Observer: metrics})
 	if err != nil {
 		panic(err)
 	}
