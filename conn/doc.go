@@ -159,6 +159,16 @@
 // and pushed messages are dispatched between them. After a reconnect every channel is subscribed again and its
 // handlers receive KindResubscribed (messages may have been missed: re-check state).
 //
+// The pub/sub connection is not on the event loop: like the latency lane it runs on Go's netpoller, with a reader
+// goroutine that dispatches each message to its handlers. A pub/sub connection carries few bytes, so the loop's
+// batching gains it nothing, while its messages are what wakes an idle process: a waiter of a lock released by
+// another process. An event loop waits in a blocking epoll_wait system call, so every message would first wake the
+// loop's thread and then the waiter's, and the Go runtime counts a thread in a system call as busy: its monitor
+// thread keeps polling at a short interval while any loop waits, where a process whose goroutines all wait on the
+// netpoller lets it sleep. With many processes each waiting for a lock (the contention a distributed lock exists
+// for), that idle cost decides throughput: on 2 cores, 64 processes taking turns on one lock used about half the
+// client CPU per grant on the netpoller (bench/README.md, "Contention across processes").
+//
 // # Where callbacks run
 //
 // Pub/sub handlers and the callbacks of command futures (future.OnComplete, Then, Compose) run on the goroutine

@@ -77,6 +77,9 @@ func (s *keeper) dial(pc *pconn) {
 		tr = startStream(d.tc, d.raw, pc, &s.cl.wg, false)
 	case s.lane:
 		tr = startStream(d.raw, d.raw, pc, &s.cl.wg, true)
+	case s.ps != nil:
+		// Pub/sub on Go's netpoller, not on the event loop: see "Pub/sub" in doc.go.
+		tr = startStream(d.raw, d.raw, pc, &s.cl.wg, false)
 	default:
 		gt, err := s.cl.eng.enroll(d.raw, pc)
 		if err != nil {

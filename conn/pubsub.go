@@ -27,7 +27,7 @@ type Message struct {
 	Payload string      // the published payload (KindMessage only)
 }
 
-// Handler receives a channel's messages. It runs on the event loop (or the stream reader goroutine) that read the
+// Handler receives a channel's messages. It runs on the reader goroutine of the pub/sub connection that read the
 // message, in the order messages arrived, and MUST NOT block: hand work off with a non-blocking channel send or a
 // future. A handler that panics is recovered and logged.
 type Handler func(Message)
@@ -436,7 +436,7 @@ func (ps *pubsub) deliver(s *Subscription, m Message) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			ps.cl.cfg.Logger.Error("conn: panic in a pub/sub handler (handlers run on the event loop)",
+			ps.cl.cfg.Logger.Error("conn: panic in a pub/sub handler (handlers run on the connection's reader)",
 				"channel", m.Channel, "panic", r)
 		}
 	}()
