@@ -19,8 +19,9 @@ deps: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN=$(dir $(STATICCHECK)) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-# gofmt, tidy go.mod/go.sum, go vet and staticcheck (also with the locksmith_portable
-# tag), and go vet for every platform of PLATFORMS; in every module (scripts/vet.sh).
+# The subjects of new commits (scripts/check-subjects.sh), then gofmt, tidy go.mod/go.sum,
+# go vet and staticcheck (also with the locksmith_portable tag), and go vet for every
+# platform of PLATFORMS; in every module (scripts/vet.sh).
 vet: $(STATICCHECK)
 	STATICCHECK=$(STATICCHECK) PLATFORMS="$(PLATFORMS)" bash scripts/vet.sh
 

@@ -501,21 +501,6 @@ func parseAcquire(v resp.Value) outcome {
 	return outcome{err: &resp.TypeError{Want: "hold count or PTTL", Got: v.Type}}
 }
 
-// ttlBound turns a refusal's PTTL (milliseconds) into the bound of the wait before the next attempt: the holder's
-// remaining lease, at least a millisecond (a key in its last millisecond answers 0: it is about to expire, and an
-// expiry publishes nothing), or recheckBound for a key without expiry (-1) or none (-2).
-func ttlBound(ms int64) time.Duration {
-	if ms < 0 {
-		return recheckBound
-	}
-	// A PTTL near 2^63 ms (a key given an absurd expiry by something else) would overflow a Duration; a day is
-	// longer than any lease a lock client sets, and a release still wakes the waiter at once.
-	return max(time.Duration(min(ms, maxBoundMillis))*time.Millisecond, time.Millisecond)
-}
-
-// maxBoundMillis caps every duration read from the server (ttlBound).
-const maxBoundMillis = int64(24 * time.Hour / time.Millisecond)
-
 // permits is 1: a lock call takes no permits.
 func (lc *lockCall) permits() int64 { return 1 }
 

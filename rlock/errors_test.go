@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,6 +26,11 @@ func TestWrongTypeKeyIsNotALock(t *testing.T) {
 		var se *resp.ServerError
 		if !errors.Is(err, ErrNotLock) || !errors.As(err, &nl) || nl.Name != "str" || !errors.As(err, &se) {
 			t.Errorf("%s on a string key: %T %v; want a *NotLockError for %q", what, err, err, "str")
+			return
+		}
+		msg := nl.Error()
+		if !strings.Contains(msg, `the key "str" is not a lock`) || !strings.Contains(msg, "another lock name") {
+			t.Errorf("%s on a string key says %q; want it to name the key and the remedy", what, msg)
 		}
 	}
 	_, err := c.Lock("str").Lock(ctx)
@@ -96,5 +102,32 @@ func TestUnlockOfALostLockReportsTheLoss(t *testing.T) {
 	err = c.Lock("never").Unlock(WithOwner(ctx, "7"))
 	if err != ErrNotHeld {
 		t.Errorf("Unlock by an owner that never held the lock = %v, want ErrNotHeld itself", err)
+	}
+}
+
+// A Release of several ids that were not held says how many, and still matches ErrPermitNotFound; the held ones
+// are released all the same.
+func TestReleaseOfSeveralUnknownPermitsSaysHowMany(t *testing.T) {
+	srv := redistest.Start(t)
+	c := relayClient(t, srv, nil)
+	ctx := context.Background()
+	s := c.PermitExpirableSemaphore("pes")
+	if ok, err := s.TrySetPermits(ctx, 1); !ok || err != nil {
+		t.Fatalf("TrySetPermits: %v, %v", ok, err)
+	}
+	id, err := s.Acquire(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const unknown1, unknown2 = "00000000000000000000000000000001", "00000000000000000000000000000002"
+	err = s.Release(ctx, id, unknown1, unknown2)
+	if !errors.Is(err, ErrPermitNotFound) || !strings.HasSuffix(err.Error(), "(2 ids)") {
+		t.Fatalf("Release of one held and two unknown ids = %v; want ErrPermitNotFound for 2 ids", err)
+	}
+	if avail, held, err := s.Permits(ctx); err != nil || avail != 1 || held != 0 {
+		t.Fatalf("Permits after the Release = %d available, %d held, %v; want the held one back", avail, held, err)
+	}
+	if err := s.Release(ctx, unknown1); err != ErrPermitNotFound {
+		t.Fatalf("Release of one unknown id = %v; want ErrPermitNotFound itself", err)
 	}
 }

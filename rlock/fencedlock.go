@@ -19,6 +19,13 @@ import (
 // the largest it has seen: the paused holder's writes are then refused (Martin Kleppmann's fencing). Unlike
 // Redisson's lockAndGetToken(leaseTime), every acquire form applies the lease it is given.
 //
+// The counter survives a server restart only as far as the server's persistence does. When it is missing (never
+// written, deleted, or lost with a server restarted without persistence), the acquire seeds it from the server's
+// clock in microseconds (TIME) before incrementing it. Tokens after such a loss are larger than every token before
+// it on one assumption: the server's clock moved forward between the last grant before the loss and the first
+// after it (a clock set back across a restart, or a failover to a replica whose clock lags, can break it), and
+// fewer than a million grants a second were made. Persistence (appendfsync always) keeps the counter itself.
+//
 // Obtain it with Client.FencedLock; it is cheap, sends nothing until used, and is safe for concurrent use. Held
 // contexts, ownership, the watchdog and Unlock behave as for Lock.
 type FencedLock struct {

@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"runtime"
@@ -245,5 +246,35 @@ func TestHotStructuresStayInTheirSizeClasses(t *testing.T) {
 		if c.size > c.max {
 			t.Errorf("%s is %d bytes, want at most %d", c.name, c.size, c.max)
 		}
+	}
+}
+
+// The held context prints as the lock it holds, and the hold seen as its cancel context's parent (holdValues) is a
+// context that is never cancelled, has no deadline, carries the hold for the owner key and the acquiring
+// context's other values.
+func TestHeldContextPrintsAndItsCancelParentIsNeverCancelled(t *testing.T) {
+	parent := context.WithValue(context.Background(), ctxKey{}, "v")
+	h := newTestHold(parent, time.Hour)
+	if got, want := fmt.Sprint(h), "rlock.Held(n, u:1)"; got != want {
+		t.Fatalf("the held context prints as %q, want %q", got, want)
+	}
+	v := (*holdValues)(h)
+	if d, ok := v.Deadline(); ok || !d.IsZero() {
+		t.Fatalf("holdValues.Deadline = %v, %v; want none", d, ok)
+	}
+	if v.Done() != nil || v.Err() != nil {
+		t.Fatal("holdValues reports a cancellation; it is never cancelled")
+	}
+	if v.Value(ownerKey{}) != h || v.Value(ctxKey{}) != "v" {
+		t.Fatalf("holdValues.Value: owner key %v, acquiring context's key %v", v.Value(ownerKey{}), v.Value(ctxKey{}))
+	}
+	if v.String() != fmt.Sprint(h) {
+		t.Fatalf("holdValues prints as %q, want the hold's %q", v.String(), fmt.Sprint(h))
+	}
+	// Cancelling the held context does not cancel its parent: derived contexts learn of it through the cancel
+	// context.
+	h.cancel(ErrReleased)
+	if v.Err() != nil || context.Cause(h) != ErrReleased {
+		t.Fatalf("after the cancellation: holdValues.Err %v, the held context's cause %v", v.Err(), context.Cause(h))
 	}
 }

@@ -97,12 +97,13 @@ end
 // from the reply) and granted: then nothing is published. It returns whether the lock was granted, and the entry's
 // nonce when it went to a waiter of mine (else false). A grant to an entry whose nonce is not its owner's id (an
 // owner that other calls may share) is recorded as the member ':g:<owner>' of the deadline set, scored with the
-// nonce, so that a hold of that owner can later be told to be this grant (grantedLua).
+// nonce, so that a hold of that owner can later be told to be this grant (grantedLua). A record written while the
+// queue is empty (the grantee was its last entry) expires with the set after markerMillis (recordGrantLua).
 const queueHandOverLua = `local function grant(o, l, n)
   redis.call('hset', KEYS[1], o, 1)
   redis.call('pexpire', KEYS[1], l)
   if n ~= string.match(o, ':([^:]*)$') then
-    redis.call('zadd', KEYS[3], n, ':g:' .. o)
+` + recordGrantLua + `
   end
 end
 local function handOver(e, mine)
@@ -164,6 +165,16 @@ const queuePassOnLua = `local function passOn(mine, nxt)
   return 1
 end
 `
+
+// recordGrantLua records the grant of the lock to owner o under nonce n (':g:<o>', scored n) in the deadline set.
+// When the queue is empty (its last entry was the grantee, or nobody queued), the set is given markerMillis to
+// live, as an emptied queue's set is (emptied): otherwise a record that its grantee never claims (it learnt of the
+// grant from the release's reply) and that no release of the queue path takes out would stay forever, in a key
+// without expiry.
+const recordGrantLua = `    redis.call('zadd', KEYS[3], n, ':g:' .. o)
+    if redis.call('exists', KEYS[2]) == 0 then
+      redis.call('pexpire', KEYS[3], ` + markerMillis + `)
+    end`
 
 // markerMillis is how long the deadline set outlives an emptied queue: its grant records are needed until the
 // grantee claims the grant or leaves, within a liveness window (twice queueLiveness: a test checks).
@@ -319,7 +330,8 @@ end
   redis.call('del', KEYS[1])
   if nxt then
     if nxt.n ~= string.match(nxt.o, ':([^:]*)$') then
-      redis.call('zadd', KEYS[3], nxt.n, ':g:' .. nxt.o)
+      local o, n = nxt.o, nxt.n
+` + recordGrantLua + `
     end
     redis.call('hset', KEYS[1], nxt.o, 1)
     redis.call('pexpire', KEYS[1], nxt.l)

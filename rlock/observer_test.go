@@ -218,3 +218,54 @@ func TestObserverSeesConnectionEvents(t *testing.T) {
 		t.Errorf("Conn.OnEvent saw %d events, want at least 3: the Observer must not replace it", n)
 	}
 }
+
+// nopEmbedder is an Observer that counts nothing: every event goes to the NopObserver it embeds. (A NopObserver
+// itself is recognised by the Client, which then builds no events at all.)
+type nopEmbedder struct{ NopObserver }
+
+// NopObserver, which an Observer embeds for the events it does not count, ignores every event: a Client observed
+// by an Observer made of it alone acquires, refuses, renews, loses and releases as without an observer, and a
+// refused publish (a user without channel permissions) is no failure either.
+func TestNopObserverIgnoresEveryEvent(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := srv.Do(ctx, "ACL", "SETUSER", "nochan", "on", ">pw", "~*", "+@all", "resetchannels"); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(Config{Observer: nopEmbedder{}, WatchdogTimeout: 300 * time.Millisecond,
+		Conn: conn.Config{Addr: srv.Addr(), Username: "nochan", Password: "pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l := c.Lock("nop")
+	held, err := l.Lock(ctx) // Acquired (and Connection events on the way)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryLock(ctx, 0, 0); !errors.Is(err, ErrNotAcquired) { // AcquireFailed
+		t.Fatalf("TryLock by another owner = %v, want ErrNotAcquired", err)
+	}
+	if err := l.Unlock(held); err != nil { // Released; its publish refused: PubSubDenied
+		t.Fatalf("Unlock: %v", err)
+	}
+	if c.Stats().PublishesRefused == 0 {
+		t.Fatal("the release's publish was not refused: the test does not reach PubSubDenied")
+	}
+	held, err = l.Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "DEL", "nop"); err != nil { // the next renewal finds it gone: RenewalBatch, Lost
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Done():
+	case <-ctx.Done():
+		t.Fatal("the lock deleted behind its holder's back was never reported lost")
+	}
+	if cause := context.Cause(held); !errors.Is(cause, ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+}

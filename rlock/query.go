@@ -11,7 +11,8 @@ import (
 
 // Special results of RemainTimeToLive (and LockStatus.TTL), as Redis's PTTL reports them. They are not lengths of
 // time: compare with them before using a TTL as one, and print a TTL with FormatTTL (fmt prints these two as
-// "-2ns" and "-1ns").
+// "-2ns" and "-1ns"). A remaining time beyond a century (a key given an absurd expiry by something else than a lock
+// client, such as PEXPIREAT near 2^63 ms) is reported as a century, so that adding it to a time cannot overflow.
 const (
 	// TTLNoKey means the lock does not exist (PTTL -2): nobody holds it.
 	TTLNoKey time.Duration = -2
@@ -155,6 +156,6 @@ func (lo *lockObject) remainTimeToLive(ctx context.Context, op string) *future.F
 			case n == -1:
 				return TTLNoExpiry, nil
 			}
-			return time.Duration(n) * time.Millisecond, nil
+			return serverMillis(n), nil
 		})
 }

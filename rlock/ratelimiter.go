@@ -127,8 +127,8 @@ func (r *RateLimiter) Config(ctx context.Context) (RateConfig, error) {
 	if _, ok := m["rate"]; !ok {
 		return RateConfig{}, ErrRateNotSet
 	}
-	return RateConfig{Type: RateType(m["type"]), Rate: m["rate"], Interval: time.Duration(m["interval"]) * time.Millisecond,
-		KeepAlive: time.Duration(m["keepAliveTime"]) * time.Millisecond}, nil
+	return RateConfig{Type: RateType(m["type"]), Rate: m["rate"], Interval: serverMillis(m["interval"]),
+		KeepAlive: serverMillis(m["keepAliveTime"])}, nil
 }
 
 // AvailablePermits returns the permits left in the current window (for this client with RatePerClient). It blocks
@@ -184,7 +184,7 @@ func (r *RateLimiter) acquire(ctx context.Context, op string, permits int64, wai
 			}
 			d, err := v.AsInt64()
 			// d is when permits come back: nothing else can make the call succeed sooner.
-			return outcome{bound: max(time.Duration(d)*time.Millisecond, time.Millisecond), hopeless: true, err: err}, struct{}{}
+			return outcome{bound: max(serverMillis(d), time.Millisecond), hopeless: true, err: err}, struct{}{}
 		},
 	}
 	return newPermitCall(r.sh, spec, "", wakeAll, permits, wait).run(ctx)
@@ -283,7 +283,7 @@ func (l *FixedWindowLimiter) acquire(ctx context.Context, op string, permits int
 				return outcome{err: err}, struct{}{}
 			}
 			// d is the rest of the window: nothing else can make the call succeed sooner.
-			return outcome{granted: d == 0, bound: max(time.Duration(d)*time.Millisecond, time.Millisecond),
+			return outcome{granted: d == 0, bound: max(serverMillis(d), time.Millisecond),
 				hopeless: true}, struct{}{}
 		},
 	}

@@ -127,7 +127,7 @@ func decodeStatus(name string, v resp.Value) (LockStatus, error) {
 	case ttl == -1:
 		st.TTL = TTLNoExpiry
 	case ttl >= 0:
-		st.TTL = time.Duration(ttl) * time.Millisecond
+		st.TTL = serverMillis(ttl)
 	}
 	if typ != "hash" {
 		return st, &NotLockError{Name: name, Detail: "it holds a " + typ}

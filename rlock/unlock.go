@@ -381,7 +381,7 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 	v = op.c.published(op.sh, op.name, v)
 	if op.kind == kindRead && v.Type == resp.Array && len(v.Elems) == 2 && v.Elems[1].Type == resp.Integer {
 		// [0, left]: one read hold released, the owner keeps others, the longest of which lasts left ms more.
-		op.readLeft, op.hasReadLeft = time.Duration(v.Elems[1].Int)*time.Millisecond, true
+		op.readLeft, op.hasReadLeft = serverMillis(v.Elems[1].Int), true
 		v = v.Elems[0]
 	}
 	if op.from == expectLostGrant {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # make vet, over every module of the repository (scripts/each-module.sh):
+#   - the subjects of the commits made since the rule was set (scripts/check-subjects.sh);
 #   - gofmt;
 #   - go.mod and go.sum tidy (go mod tidy -diff; tidy ignores go.work, so a module needs its replace directives);
 #   - go vet and staticcheck, also with the locksmith_portable tag (conn's non-Unix path, built on Linux);
@@ -10,6 +11,8 @@ cd "$(dirname "$0")/.."
 staticcheck=${STATICCHECK:?set STATICCHECK to the staticcheck binary (make vet installs it)}
 platforms=${PLATFORMS:-linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 freebsd/amd64 windows/amd64}
 each=scripts/each-module.sh
+
+bash scripts/check-subjects.sh
 
 files=$(git ls-files --cached --others --exclude-standard -- '*.go')
 unformatted=$(gofmt -l $files)

@@ -1,0 +1,76 @@
+package rlock
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+)
+
+// A grant to an owner that other calls may share (a nonce that is not the owner's id: an owner pinned with
+// WithOwner, as every MultiLock and RedLock pins one) is recorded in the queue's deadline set. The grantee may
+// never claim it (the release's reply told its client), so the record must not outlive the queue: once the
+// queue is empty, the set expires after markerMillis.
+
+// queueAttemptWithNonce is queueAttempt with an explicit nonce.
+func queueAttemptWithNonce(srv *scriptServer, name, owner, nonce string, claim bool) redistest.Reply {
+	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner,
+		specOf("g10000", claim, nonce))
+}
+
+// wantMarkerTTL checks that the deadline set of the lock called name expires within markerMillis.
+func wantMarkerTTL(t *testing.T, srv *scriptServer, name string) {
+	t.Helper()
+	srv.wantPTTL(plainKeysOf(name)[keyDeadlines], time.Duration(mustAtoi(t, markerMillis))*time.Millisecond)
+}
+
+func TestAGrantRecordLeftWithAnEmptyQueueExpires(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+
+	// Granted by a release to its client's next waiter, nobody queued.
+	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	wantBulk(t, "A's release naming C", releaseNaming(srv, "lock", ownerA, ownerC, specOf("g10000", false, "77")),
+		"77")
+	if n := srv.int("ZSCORE", keys[keyDeadlines], ":g:"+ownerC); n != 77 {
+		t.Fatalf("the grant record of C scores %d, want 77", n)
+	}
+	wantMarkerTTL(t, srv, "lock")
+	// C releases it (its client knew of the grant from the reply and never claims it): the lock is gone, and the
+	// record goes with the set when it expires.
+	wantInt(t, "C's release", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 1)
+	wantMarkerTTL(t, srv, "lock")
+
+	// Handed over by a release to the last entry of the queue.
+	wantBulk(t, "A takes it again", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	if r := queueAttemptWithNonce(srv, "lock", ownerC, "88", false); r.Kind != redistest.KindInt || r.Int <= 0 {
+		t.Fatalf("C's refusal %s, want the lock's PTTL", r)
+	}
+	if ttl := srv.int("PTTL", keys[keyDeadlines]); ttl != -1 {
+		t.Fatalf("the deadline set of a queue with a waiter has PTTL %d, want none", ttl)
+	}
+	wantInt(t, "A's release hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	if n := srv.int("ZSCORE", keys[keyDeadlines], ":g:"+ownerC); n != 88 {
+		t.Fatalf("the grant record of C scores %d, want 88", n)
+	}
+	wantMarkerTTL(t, srv, "lock")
+	// C's attempt still claims the grant by its record.
+	wantBulk(t, "C claims", queueAttemptWithNonce(srv, "lock", ownerC, "88", true), "1")
+	if n := srv.int("EXISTS", keys[keyQueue]); n != 0 {
+		t.Fatal("C's claim queued it again")
+	}
+}
+
+// While others wait, the set keeps their deadlines and stays without expiry.
+func TestAGrantRecordWithWaitersLeftKeepsTheSet(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	queueAttemptWithNonce(srv, "lock", ownerC, "88", false)
+	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, "g10000", false), queuedNotHead)
+	wantInt(t, "A's release hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	if ttl := srv.int("PTTL", keys[keyDeadlines]); ttl != -1 {
+		t.Fatalf("the deadline set with B still queued has PTTL %d, want none", ttl)
+	}
+}
