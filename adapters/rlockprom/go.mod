@@ -7,7 +7,6 @@ replace github.com/locksmith-go/locksmith => ../../
 require (
 	github.com/locksmith-go/locksmith v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
-	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -21,6 +20,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
