@@ -56,9 +56,11 @@ type FlushPolicy int
 const (
 	// FlushEager (the default) writes as soon as possible. A caller that finds the connection idle (nothing in
 	// flight) writes on the socket itself, with no event-loop hand-off; otherwise, if no flush is pending, it rings
-	// the loop's doorbell, and everything appended until the loop runs leaves in that one write. Every loop turn
-	// that processed replies also ends with a flush. This keeps the server's socket fed, which measured 1.3-1.7x
-	// the throughput of FlushOnReply at 64 goroutines (bench/README.md, "conn").
+	// the loop's doorbell, and everything appended until the loop runs leaves in that one write — unless a deep
+	// pipeline (32 commands or more) awaits its replies on the connection: the server is busy with it, and the loop
+	// turn that reads its replies carries the new command. Every loop turn that processed replies also ends with a
+	// flush. This keeps the server's socket fed, which measured 1.3-1.7x the throughput of FlushOnReply at 64
+	// goroutines (bench/README.md, "conn").
 	FlushEager FlushPolicy = iota
 	// FlushOnReply holds commands appended while earlier ones await replies until the loop turn that processes
 	// those replies (or writes at once when the connection is idle). It never wakes the loop, so it makes the

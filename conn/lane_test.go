@@ -251,6 +251,35 @@ func TestLaneClosedByTheServerWhileIdleIsProbed(t *testing.T) {
 	}
 }
 
+// A lane left unread while the server died is not trusted with a command even when no event-loop connection is
+// open: the command must fail as never sent (ErrUnavailable), not as lost after it was written on a closed socket
+// (ErrConnLost: it may have run).
+func TestIdleLaneIsCheckedEvenWhenNothingElseIsOpen(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newLaneTestClient(t, Config{Addr: srv.Addr(), PoolSize: 1,
+		ReconnectMinBackoff: time.Minute, ReconnectMaxBackoff: time.Minute})
+	ctx := laneTestCtx(t)
+	if _, err := c.Do(ctx, "PING").Get(ctx); err != nil || laneConn(c).replies.Load() == 0 {
+		t.Fatalf("PING = %v (over the lane: %d replies)", err, laneConn(c).replies.Load())
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	loop := c.node.pool.keepers[0]
+	for pc := loop.cur.Load(); pc != nil && pc.isOpen(); pc = loop.cur.Load() {
+		if ctx.Err() != nil {
+			t.Fatal("the event-loop connection never saw the server die")
+		}
+		runtime.Gosched()
+	}
+	// An idle pause is the scenario: the lane is checked only once unread for laneProbeAfter.
+	time.Sleep(2 * laneProbeAfter)
+	_, err := c.Do(ctx, "PING").Get(ctx)
+	if errors.Is(err, ErrConnLost) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("PING with the server dead = %v; want ErrUnavailable (never sent)", err)
+	}
+}
+
 // Many goroutines with pauses (so the Client keeps going idle and the lane keeps being used) mixing every way of
 // waiting: driven Gets, OnComplete, Done, and Gets whose context ends first. Every future gets its own reply:
 // exactly one reader at a time, in FIFO order.
