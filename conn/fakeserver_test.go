@@ -15,10 +15,10 @@ import (
 	"github.com/locksmith-go/locksmith/resp"
 )
 
-// fakeServer is the one fake in this package's tests: a TCP server that speaks just enough RESP2 to get through
-// the client's handshake and then follows a script, to inject faults a real redis-server never produces (malformed
-// replies, a close in the middle of a frame). Connection number i (from 0) is served by behave(i, ...); every
-// connection answers PING with +PONG first, as the handshake expects.
+// fakeServer is the one fake in this package's tests: a TCP (or, from startFakeTLS, TLS) server that speaks just
+// enough RESP2 to get through the client's handshake and then follows a script, to inject faults a real
+// redis-server never produces (malformed replies, a close in the middle of a frame). Connection number i (from 0)
+// is served by behave(i, ...); every connection answers PING with +PONG first, as the handshake expects.
 type fakeServer struct {
 	ln       net.Listener
 	behave   func(i int, cmd []string, c net.Conn) bool // returns false to stop serving the connection
