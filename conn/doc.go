@@ -224,8 +224,10 @@
 // byte arrives — while the transport's own buffer holds one read. A reply over a limit fails its command (and the
 // others in flight on the connection) with ErrConnLost and a *resp.LimitError naming the limit and how to raise
 // it; the connection is re-made. So an endless or enormous reply costs at most a few MiB of heap: a 512 MiB bulk
-// string or a 100-million-element array is refused at its header, an endless simple string after 1 MiB (the tests
-// feed such replies and bound the heap's peak to four times the line limit).
+// string or a 100-million-element array is refused at its header, an endless simple string after 1 MiB. The
+// tests feed such replies to event-loop, TLS, pub/sub and pooled connections and bound the heap's peak per
+// connection to four times the line limit — a little more (one more doubling of the buffer, 128 KiB) for an endless
+// line inside an array, whose buffer grows toward the reply limit until the line shows itself over its own.
 //
 // # Platforms
 //

@@ -60,6 +60,19 @@ func (l *eventLog) expect(t *testing.T, kind conn.EventKind, role string, within
 	}
 }
 
+// count returns how many events of kind and role (any role when "") came since the last mark.
+func (l *eventLog) count(kind conn.EventKind, role string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, ev := range l.evs[l.from:] {
+		if ev.Kind == kind && (role == "" || ev.Role == role) {
+			n++
+		}
+	}
+	return n
+}
+
 // before checks that, since the last mark, the first event of kind a for role came before the first of kind b.
 func (l *eventLog) before(t *testing.T, a, b conn.EventKind, role string) {
 	t.Helper()

@@ -19,14 +19,22 @@ import (
 // (a line, 1 MiB). Before the limits, one such reply took the heap to 1-1.45 GiB.
 const heapBound = 4 * resp.DefaultMaxLineLen
 
-// hostileCases are replies a broken proxy or an attacker could send, each endless: the client must refuse them on
-// the bytes that show them over a limit, without reading (or buffering) the rest.
-var hostileCases = []struct {
+// nestedLineBound is what an endless line inside an array (a pushed message's payload) may add: the partial buffer
+// of an array is bounded by the reply limit, not the line limit, so it doubles once more, to twice the line limit,
+// before the decoder sees the line over MaxLineLen, and the smaller buffers it outgrew count until swept. That is
+// four times the line limit by itself, plus the reader's buffer and the fake's 64 KiB block in the same heap.
+const nestedLineBound = heapBound + 128<<10
+
+// hostileCase is a reply a broken proxy or an attacker could send, endless: the client must refuse it on the bytes
+// that show it over a limit, without reading (or buffering) the rest.
+type hostileCase struct {
 	name  string
 	head  string // sent first
 	chunk byte   // then repeated without end
 	limit string // the limit that refuses it
-}{
+}
+
+var hostileCases = []hostileCase{
 	{"bulk string of 512 MiB", "$536870912\r\n", 'A', "MaxBulkLen"},
 	{"endless simple string", "+", 'A', "MaxLineLen"},
 	{"array of 100 million elements", "*100000000\r\n", ':', "MaxArrayLen"},
@@ -93,6 +101,56 @@ func heapPeak() (stop func() int64) {
 	}
 }
 
+// hostileOnce returns a fake behaviour that answers the first GET hostile with hc's endless reply and relays
+// every other command with forward.
+func hostileOnce(hc hostileCase, forward func(i int, cmd []string, c net.Conn) bool) func(i int, cmd []string, c net.Conn) bool {
+	var hostile atomic.Bool
+	return func(i int, cmd []string, c net.Conn) bool {
+		if cmd[0] == "GET" && cmd[1] == "hostile" && hostile.CompareAndSwap(false, true) {
+			return streamHostile(c, hc.head, hc.chunk)
+		}
+		return forward(i, cmd, c)
+	}
+}
+
+// checkRefused fails t unless err matches ErrConnLost (not ErrTimeout) with a *resp.LimitError on limit, took is
+// under the response timeout, and the heap's peak rose by at most bound; it logs the figures.
+func checkRefused(t *testing.T, err error, limit string, took time.Duration, grew, bound int64) {
+	t.Helper()
+	var le *resp.LimitError
+	if !errors.As(err, &le) || le.Limit != limit || !errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrTimeout) {
+		t.Fatalf("err = %v; want ErrConnLost caused by a *resp.LimitError on %s", err, limit)
+	}
+	if took >= conn.DefaultResponseTimeout {
+		t.Errorf("the error came after %v, not before the %v response timeout", took, conn.DefaultResponseTimeout)
+	}
+	if grew > bound {
+		t.Errorf("the heap rose by %d bytes at its peak; want at most %d", grew, bound)
+	}
+	t.Logf("%v after %v; heap peak +%d KiB", err, took.Round(time.Millisecond), grew>>10)
+}
+
+// refuseHostileGet sends GET hostile on c, which its fake (hostileOnce) answers with hc: the call fails with the
+// *resp.LimitError before the response timeout, the heap's peak within heapBound; then c serves SET and GET from
+// the real server behind the fake, on the connection that replaced the refused one.
+func refuseHostileGet(t *testing.T, c *conn.Client, hc hostileCase) {
+	t.Helper()
+	ctx := ctxT(t)
+	stop := heapPeak()
+	start := time.Now()
+	_, err := c.Do(ctx, "GET", "hostile").Get(ctx)
+	took := time.Since(start)
+	grew := stop()
+	checkRefused(t, err, hc.limit, took, grew, heapBound)
+
+	if _, err := c.Do(ctx, "SET", "k", "v").Get(ctx); err != nil {
+		t.Fatalf("SET after the hostile reply: %v", err)
+	}
+	if v, err := c.Do(ctx, "GET", "k").Get(ctx); err != nil || v.Str != "v" {
+		t.Fatalf("GET after the hostile reply = %v, %v; want v from the real server", v, err)
+	}
+}
+
 // A hostile reply to a command fails that command with a *resp.LimitError naming the limit, before the response
 // timeout, with the heap's peak within heapBound; the connection is replaced, and the Client then serves commands
 // from a real redis-server (reached through the fake, which relays every other command).
@@ -101,41 +159,9 @@ func TestHostileRepliesAreRefusedWithinTheLimits(t *testing.T) {
 	for _, hc := range hostileCases {
 		for _, tr := range transports {
 			t.Run(hc.name+"/"+tr.name, func(t *testing.T) {
-				var hostile atomic.Bool
-				forward := relay(t, srv.Addr())
-				f := startFake(t, func(i int, cmd []string, c net.Conn) bool {
-					if cmd[0] == "GET" && cmd[1] == "hostile" && hostile.CompareAndSwap(false, true) {
-						return streamHostile(c, hc.head, hc.chunk)
-					}
-					return forward(i, cmd, c)
-				})
+				f := startFake(t, hostileOnce(hc, relay(t, srv.Addr())))
 				c := newClient(t, conn.Config{Addr: f.addr(), PoolSize: 1, DisableLatencyLane: tr.noLane})
-				ctx := ctxT(t)
-
-				stop := heapPeak()
-				start := time.Now()
-				_, err := c.Do(ctx, "GET", "hostile").Get(ctx)
-				took := time.Since(start)
-				grew := stop()
-
-				var le *resp.LimitError
-				if !errors.As(err, &le) || le.Limit != hc.limit || !errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrTimeout) {
-					t.Fatalf("err = %v; want ErrConnLost caused by a *resp.LimitError on %s", err, hc.limit)
-				}
-				if took >= conn.DefaultResponseTimeout {
-					t.Errorf("the error came after %v, not before the %v response timeout", took, conn.DefaultResponseTimeout)
-				}
-				if grew > heapBound {
-					t.Errorf("the heap rose by %d bytes at its peak; want at most %d", grew, heapBound)
-				}
-				t.Logf("%v after %v; heap peak +%d KiB", err, took.Round(time.Millisecond), grew>>10)
-
-				if _, err := c.Do(ctx, "SET", "k", "v").Get(ctx); err != nil {
-					t.Fatalf("SET after the hostile reply: %v", err)
-				}
-				if v, err := c.Do(ctx, "GET", "k").Get(ctx); err != nil || v.Str != "v" {
-					t.Fatalf("GET after the hostile reply = %v, %v; want v from the real server", v, err)
-				}
+				refuseHostileGet(t, c, hc)
 			})
 		}
 	}
