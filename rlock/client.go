@@ -166,8 +166,8 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	return c
 }
 
-// pub returns the publish command every publishing script takes last (publishLua): PUBLISH, or SPUBLISH on a
-// cluster with sharded pub/sub, which is where conn subscribes the channels (Redisson makes the same choice). It
+// pub returns the publish command every publishing script takes last (scripts.Publishes): PUBLISH, or SPUBLISH on
+// a cluster with sharded pub/sub, which is where conn subscribes the channels (Redisson makes the same choice). It
 // is read at each call, not once: a cluster transport made with LazyConnect while no node answered learns whether
 // the servers have sharded pub/sub only when a node first answers, and until then says PUBLISH. The read is one
 // atomic load on a cluster and nothing elsewhere.

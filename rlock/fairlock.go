@@ -7,6 +7,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // DefaultFairWaiterTimeout is how long a fair-lock waiter without a wait bound (Lock, LockLease) stays in the
@@ -83,7 +84,7 @@ func (l *FairLock) Name() string { return l.name }
 // The fair lock's rules: the server orders the waiters; each waits on its own channel, which says it is its turn.
 
 func (l *FairLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), unlockMessage, l.c.pub()}
+	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), scripts.UnlockMessage, l.c.pub()}
 }
 
 func (l *FairLock) decode(v resp.Value, err error) outcome {
@@ -109,7 +110,7 @@ func (l *FairLock) left(lc *lockCall) {
 		return
 	}
 	owner := lc.owner
-	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, unlockMessage, l.c.pub()}}).
+	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, scripts.UnlockMessage, l.c.pub()}}).
 		OnComplete(func(_ resp.Value, err error) {
 			if err != nil && !l.c.closed.Load() {
 				l.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
@@ -209,7 +210,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *FairLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
-		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub()}})
+		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{scripts.UnlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.

@@ -7,6 +7,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // FencedLock is Redisson's RFencedLock: a reentrant lock (the plain lock's HASH and unlock channel, so it excludes
@@ -198,7 +199,7 @@ func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
-			Args: []string{unlockMessage, l.c.pub()}})
+			Args: []string{scripts.UnlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.

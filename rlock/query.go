@@ -7,6 +7,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // Special results of RemainTimeToLive (and LockStatus.TTL), as Redis's PTTL reports them. They are not lengths of
@@ -46,7 +47,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *Lock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "ForceUnlock", conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
-		Args: []string{unlockMessage, l.c.pub()}})
+		Args: []string{scripts.UnlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock (EXISTS). It blocks until the server answers or ctx ends.

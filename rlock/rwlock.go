@@ -8,6 +8,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // ReadWriteLock is Redisson's RReadWriteLock: any number of readers, or one writer, on one HASH (see the
@@ -70,7 +71,7 @@ func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (rw *ReadWriteLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	w := &rw.write
 	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
-		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub()}})
+		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{scripts.WriteUnlockMessage, w.c.pub()}})
 }
 
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
@@ -400,7 +401,7 @@ func (rw *ReadWriteLock) forceMode(ctx context.Context, op, mode string) *future
 		kinds = append(kinds, kindWrite)
 	}
 	cmd := conn.Cmd{Script: rwForceUnlockScript, Keys: []string{w.name, rw.ch, hashTag(w.name)},
-		Args: []string{mode, rwWriteUnlockMessage, w.c.pub()}}
+		Args: []string{mode, scripts.WriteUnlockMessage, w.c.pub()}}
 	return future.Then(w.c.call(ctx, cmd), func(v resp.Value, err error) (bool, error) {
 		n, err := intReply(v, err)
 		if n == 1 {

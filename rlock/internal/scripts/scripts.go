@@ -1,0 +1,51 @@
+// Package scripts holds every Lua script package rlock runs on the server, each with its contract: its name, its
+// source, what its KEYS and ARGV are and what it replies. All is the table of them; rlock builds from it the
+// EVALSHA-ready values it sends and the listing it exports (rlock.Scripts), and its tests run the scripts by the
+// same entries, so that a contract is written once, beside its source.
+//
+// The scripts keep Redisson's keyspace (the keys, fields and messages of Redisson's objects of the same kind), so
+// that a Redisson client working on the same name sees exactly what it would write itself; each kind's file
+// describes its layout. Each operation is one script: one round trip, atomic on the server. Replies differ from
+// Redisson's only where nobody but rlock reads them (a Redisson client never reads the reply to rlock's scripts).
+//
+// The sources are built from Go string constants, some of them fragments several scripts share (the publish
+// prelude, the conditional release, the queue's functions). What SCRIPT LOAD receives, and so every SHA-1, is the
+// concatenation: a change to a fragment changes every script built from it.
+//
+// The package imports only the standard library: it is the contract, not the client.
+package scripts
+
+import "strings"
+
+// Script is one Lua script and its contract.
+type Script struct {
+	// Name identifies the script: "<kind>.<operation>", such as "lock.acquire".
+	Name string
+	// Source is the Lua source, byte for byte what SCRIPT LOAD receives.
+	Source string
+	// Keys describes KEYS[1], KEYS[2], ... in order ("KEYS[i]: ..." for a script taking any number).
+	Keys []string
+	// Args describes ARGV[1], ARGV[2], ... in order. A script that publishes (Publishes) takes the publish command
+	// last (publishArg).
+	Args []string
+	// Reply describes what the script answers.
+	Reply string
+}
+
+// Publishes reports whether the script whose source is src publishes: it then takes the publish command as its
+// last argument, and when the server refuses one of its messages it answers with the refusal around its reply,
+// {PublishRefusedMarker, {reply}, error, channel1, message1, ...} (see publishing).
+func Publishes(src string) bool { return strings.HasPrefix(src, publishLua) }
+
+// All is every script, in a fixed order, the plain lock's acquire and release first: the table rlock.Scripts
+// reports.
+var All = []*Script{
+	&LockAcquire, &LockRelease, &LockLeave, &DeletePublish, &Renew, &Status,
+	&FencedLockAcquire,
+	&FairLockAcquire, &FairLockRelease, &FairLockLeave, &FairLockForceUnlock,
+	&ReadAcquire, &WriteAcquire, &ReadRelease, &WriteRelease, &RWForceUnlock, &RWRenew,
+	&SemaphoreAcquire, &SemaphoreRelease, &SemaphoreTrySetPermits, &SemaphoreAddPermits, &SemaphoreDrain,
+	&PermitAcquire, &PermitRelease, &PermitUpdateLease, &PermitAvailable, &PermitTrySetPermits, &PermitAddPermits,
+	&LatchTrySetCount, &LatchCountDown,
+	&RateAcquire, &RateAvailable, &RateTrySetRate, &RateSetRate, &FixedWindow,
+}
