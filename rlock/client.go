@@ -49,8 +49,8 @@ type Client struct {
 	shards [numShards]shard
 
 	wd         watchdog
-	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
-	grantCache         // queue entry arguments (lockqueue.go)
+	retries    *timer.Group // commands parked on the timer for a retry, run by Close if it comes first
+	grantCache              // queue entry arguments (lockqueue.go)
 	// leaves counts the departures from the server's queues of waiters in flight (lockCall.leave), which Close
 	// waits for, up to leaveWait.
 	leaves  inflight
@@ -162,7 +162,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	c.wd.init(c)
 	c.watchdogGrant.lease = min(r.WatchdogTimeout, queueLiveness)
 	c.watchdogGrant.specs = specsOf("g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10))
-	c.retries.set = make(map[*retry]struct{})
+	c.retries = timer.NewGroup(c.timer)
 	return c
 }
 
@@ -254,7 +254,7 @@ func (c *Client) Close() error {
 		q.closeSubscription()
 	}
 	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
-	c.retries.close()
+	c.retries.Close()
 	c.awaitLeaves()
 	if c.ownsConn {
 		return c.conn.Close()
