@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/ctxwatch"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
@@ -68,14 +69,14 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu         sync.Mutex
-	c          *Client                       // the client the shard belongs to
-	holds      map[holdKey]*hold             // held locks, by name and hash field
-	queues     map[string]*queue             // channels with waiters of this client
-	lockQueues map[string]*queue             // the plain and fenced locks' queues, by lock name
-	sleepers   *queue                        // waiters woken by their timer alone (rate limiters)
-	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
-	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
-	freeSerial *holdSerial                   // serial's unused entries, for reuse
+	c          *Client                 // the client the shard belongs to
+	holds      map[holdKey]*hold       // held locks, by name and hash field
+	queues     map[string]*queue       // channels with waiters of this client
+	lockQueues map[string]*queue       // the plain and fenced locks' queues, by lock name
+	sleepers   *queue                  // waiters woken by their timer alone (rate limiters)
+	watches    ctxwatch.Set[*waiter]   // calls' contexts by Done channel (ctxwatch.go)
+	serial     map[holdKey]*holdSerial // owners' commands in flight (serial.go)
+	freeSerial *holdSerial             // serial's unused entries, for reuse
 	// doubts are the holds the server may hold more times than recorded here, for grants their owner's callers do
 	// not believe in (orphan.go): their last Unlock releases or reports what it finds left. Nil until one is.
 	doubts map[*hold]doubt
@@ -234,7 +235,7 @@ func (c *Client) Close() error {
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
 		sh.doubts = nil
-		stops = sh.stopWatchesLocked(stops)
+		stops = sh.watches.Close(stops) // the calls they watch are failed by Close or by their replies
 		sh.mu.Unlock()
 	}
 	for _, stop := range stops {
