@@ -45,6 +45,73 @@ type lockRules interface {
 	wait(lc *lockCall)
 	// left tells the server that lc gave up waiting (the fair lock's queue); most kinds do nothing.
 	left(lc *lockCall)
+	// ops names the kind's acquire operations.
+	ops() *acquireOps
+}
+
+// acquireForm is the acquire method a caller chose. The form decides which waits and leases are arguments to
+// refuse (argError), and names the operation (acquireOps) in errors and the Observer's events.
+type acquireForm uint8
+
+const (
+	formLock      acquireForm = iota // Lock: waits as long as ctx allows, with the watchdog
+	formLockLease                    // LockLease: waits as long as ctx allows, with a fixed lease (not 0)
+	formTryLock                      // TryLock: waits at most wait (0: one attempt), lease 0 = the watchdog
+	numForms
+)
+
+// argError checks the wait and lease that form f was given, named op, before anything else is looked at: 0 is
+// not a LockLease's lease (it would be Lock's watchdog), a negative wait is not a TryLock's (it is not "forever").
+// The other checks (a lease below MinLease, the name, the context) are the acquire's, for every form.
+func (f acquireForm) argError(op string, wait, lease time.Duration) error {
+	switch {
+	case f == formLockLease && lease == 0:
+		return leaseError(op, lease, "must be at least 1ms (use Lock for the watchdog)")
+	case f == formTryLock:
+		return tryFormError(op, wait)
+	}
+	return nil
+}
+
+// acquireOps names one type of handle's acquire operations, by form, blocking ([0]) or async ([1]): built once,
+// so that naming an operation costs nothing.
+type acquireOps [numForms][2]string
+
+// newAcquireOps returns the operation names of a type of handle whose names start with typ ("FairLock.").
+func newAcquireOps(typ string) *acquireOps {
+	var ops acquireOps
+	for f, form := range [numForms]string{"Lock", "LockLease", "TryLock"} {
+		ops[f] = [2]string{typ + form, typ + form + "Async"}
+	}
+	return &ops
+}
+
+// name is form's operation, blocking or async.
+func (ops *acquireOps) name(form acquireForm, async bool) string {
+	if async {
+		return ops[form][1]
+	}
+	return ops[form][0]
+}
+
+// The acquire operations of each type of lock handle, as errors and events name them.
+var (
+	plainOps  = newAcquireOps("")
+	fairOps   = newAcquireOps("FairLock.")
+	fencedOps = newAcquireOps("FencedLock.")
+	readOps   = newAcquireOps("ReadLock.")
+	writeOps  = newAcquireOps("WriteLock.")
+)
+
+// opOf names form's operation on this kind of lock, blocking or async, and checks the arguments the form takes
+// (acquireForm.argError).
+func (lo *lockObject) opOf(form acquireForm, async bool, wait, lease time.Duration) (string, error) {
+	ops := plainOps
+	if lo.rules != nil {
+		ops = lo.rules.ops()
+	}
+	op := ops.name(form, async)
+	return op, form.argError(op, wait, lease)
 }
 
 // acquire validates an acquire call and starts it; the call ends when ctx ends. wait < 0 means no bound; lease 0
@@ -126,10 +193,15 @@ func (c *Client) observeFailure(f *future.Future[context.Context], name, owner s
 	})
 }
 
-// lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
-// waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is released.
-func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	if err := inCallback(); err != nil {
+// lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock, by form):
+// wait < 0 waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is
+// released.
+func (lo *lockObject) lock(ctx context.Context, form acquireForm, wait, lease time.Duration) (context.Context, error) {
+	op, err := lo.opOf(form, false, wait, lease)
+	if err == nil {
+		err = inCallback()
+	}
+	if err != nil {
 		return nil, err
 	}
 	lc, f := lo.acquire(ctx, op, wait, lease, false)
@@ -144,8 +216,13 @@ func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Dura
 	return held, err
 }
 
-// lockAsync starts an acquire for an async call (every lock's LockAsync, LockLeaseAsync and TryLockAsync).
-func (lo *lockObject) lockAsync(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
+// lockAsync starts an acquire for an async call (every lock's LockAsync, LockLeaseAsync and TryLockAsync, by
+// form).
+func (lo *lockObject) lockAsync(ctx context.Context, form acquireForm, wait, lease time.Duration) *future.Future[context.Context] {
+	op, err := lo.opOf(form, true, wait, lease)
+	if err != nil {
+		return future.Completed[context.Context](nil, err)
+	}
 	_, f := lo.acquire(ctx, op, wait, lease, true)
 	return f
 }
@@ -164,14 +241,6 @@ func clusterSafeName(name string) bool {
 func clusterNameError(op, name string) error {
 	return &ArgumentError{Op: op, Arg: "name", Value: strconv.Quote(name), Reason: "on a Redis Cluster, a name " +
 		"containing '{' needs a non-empty hash tag such as {orders}:42, so that the lock's keys share its slot"}
-}
-
-// leaseFormError checks LockLease's lease: 0 would be Lock's watchdog.
-func leaseFormError(op string, lease time.Duration) error {
-	if lease == 0 {
-		return leaseError(op, lease, "must be at least 1ms (use Lock for the watchdog)")
-	}
-	return nil
 }
 
 // tryFormError checks a Try call's wait: 0 makes one attempt, a negative one is an error (not "forever").

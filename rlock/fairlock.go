@@ -104,6 +104,8 @@ func (l *FairLock) channel(lc *lockCall) string { return l.fkeys[3] + ":" + lc.o
 
 func (l *FairLock) wait(lc *lockCall) { lc.rule = wakeAll }
 
+func (l *FairLock) ops() *acquireOps { return fairOps }
+
 // left takes a waiter that gave up out of the server's queue (a try without waiting never joined it).
 func (l *FairLock) left(lc *lockCall) {
 	if lc.noWait || l.c.closed.Load() {
@@ -136,32 +138,26 @@ func (l *FairLock) deadlineArg(lc *lockCall) string {
 // error; the waiter leaves the queue and a grant that raced with it is released). With a held context of the same
 // owner it re-enters without queueing. Safe for concurrent use.
 func (l *FairLock) Lock(ctx context.Context) (context.Context, error) {
-	return l.lock(ctx, "FairLock.Lock", -1, 0)
+	return l.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return l.lockAsync(ctx, "FairLock.LockAsync", -1, 0)
+	return l.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease acquires the lock in turn for a fixed lease (at least 1 ms, no watchdog). It blocks like Lock.
 func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("FairLock.LockLease", lease); err != nil {
-		return nil, err
-	}
-	return l.lock(ctx, "FairLock.LockLease", -1, lease)
+	return l.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("FairLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return l.lockAsync(ctx, "FairLock.LockLeaseAsync", -1, lease)
+	return l.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock acquires the lock in turn if it can within wait, with lease (0: the watchdog). With wait 0 it makes one
@@ -169,20 +165,14 @@ func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *fut
 // the wait ran out (the waiter has left the queue), ctx's error when ctx ended first, an *OutcomeUnknownError as
 // Lock.TryLock.
 func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("FairLock.TryLock", wait); err != nil {
-		return nil, err
-	}
-	return l.lock(ctx, "FairLock.TryLock", wait, lease)
+	return l.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("FairLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return l.lockAsync(ctx, "FairLock.TryLockAsync", wait, lease)
+	return l.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases one hold of the owner held carries; the last one deletes the lock and wakes the head waiter. It waits

@@ -67,6 +67,8 @@ func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.serverQueue = wakeOne, tru
 
 func (l *FencedLock) left(*lockCall) {}
 
+func (l *FencedLock) ops() *acquireOps { return fencedOps }
+
 // decodeFenced decodes the fenced acquire's reply: an array of two integers {hold count, token}, both at least 1,
 // is a grant; an integer is a refusal (the lock's PTTL). Anything else is an error, never a grant: a token that
 // is not the one the server counted would defeat the fencing.
@@ -83,8 +85,13 @@ func decodeFenced(v resp.Value) outcome {
 	return outcome{err: &resp.TypeError{Want: "{hold count, token} or PTTL", Got: v.Type}}
 }
 
-func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, int64, error) {
-	if err := inCallback(); err != nil {
+// sync is lockObject.lock returning the grant's token too: a blocking acquire of form.
+func (l *FencedLock) sync(ctx context.Context, form acquireForm, wait, lease time.Duration) (context.Context, int64, error) {
+	op, err := l.opOf(form, false, wait, lease)
+	if err == nil {
+		err = inCallback()
+	}
+	if err != nil {
 		return nil, 0, err
 	}
 	lc, f := l.acquire(ctx, op, wait, lease, false)
@@ -99,7 +106,12 @@ func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Durat
 	return held, lc.token, nil
 }
 
-func (l *FencedLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[Fence] {
+// async is lockObject.lockAsync completing with the grant's token too: an async acquire of form.
+func (l *FencedLock) async(ctx context.Context, form acquireForm, wait, lease time.Duration) *future.Future[Fence] {
+	op, err := l.opOf(form, true, wait, lease)
+	if err != nil {
+		return future.Completed(Fence{}, err)
+	}
 	lc, f := l.acquire(ctx, op, wait, lease, true)
 	return future.Then(f, func(held context.Context, err error) (Fence, error) {
 		if err != nil {
@@ -112,53 +124,41 @@ func (l *FencedLock) async(ctx context.Context, op string, wait, lease time.Dura
 // Lock acquires the lock with the watchdog and returns the held context and this acquire's token. It blocks until
 // the lock is held or ctx ends (then ctx's error; a grant that raced with it is released). Safe for concurrent use.
 func (l *FencedLock) Lock(ctx context.Context) (context.Context, int64, error) {
-	return l.sync(ctx, "FencedLock.Lock", -1, 0)
+	return l.sync(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
-	return l.async(ctx, "FencedLock.LockAsync", -1, 0)
+	return l.async(ctx, formLock, -1, 0)
 }
 
 // LockLease acquires the lock for a fixed lease (at least 1 ms, no watchdog) and returns the held context and
 // token. It blocks like Lock.
 func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, int64, error) {
-	if err := leaseFormError("FencedLock.LockLease", lease); err != nil {
-		return nil, 0, err
-	}
-	return l.sync(ctx, "FencedLock.LockLease", -1, lease)
+	return l.sync(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
-	if err := leaseFormError("FencedLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed(Fence{}, err)
-	}
-	return l.async(ctx, "FencedLock.LockLeaseAsync", -1, lease)
+	return l.async(ctx, formLockLease, -1, lease)
 }
 
 // TryLock acquires the lock if it can within wait (0: one attempt) with lease (0: the watchdog) and returns the
 // held context and token; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, an
 // *OutcomeUnknownError as Lock.TryLock.
 func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
-	if err := tryFormError("FencedLock.TryLock", wait); err != nil {
-		return nil, 0, err
-	}
-	return l.sync(ctx, "FencedLock.TryLock", wait, lease)
+	return l.sync(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
-	if err := tryFormError("FencedLock.TryLockAsync", wait); err != nil {
-		return future.Completed(Fence{}, err)
-	}
-	return l.async(ctx, "FencedLock.TryLockAsync", wait, lease)
+	return l.async(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock message

@@ -29,7 +29,7 @@ type MultiLock struct{ s *multiSet }
 // NewMultiLock returns a MultiLock over locks (at least one). A nil lock is reported by the MultiLock's methods as
 // an *ArgumentError.
 func NewMultiLock(locks ...Locker) *MultiLock {
-	return &MultiLock{s: newMultiSet("MultiLock", locks, len(locks))}
+	return &MultiLock{s: newMultiSet("MultiLock", multiLockOps, locks, len(locks), startMultiLock)}
 }
 
 // multiAcq is one sequential acquisition of a MultiLock.
@@ -44,15 +44,12 @@ type multiAcq struct {
 	comps    []context.Context
 }
 
-func (m *MultiLock) acquire(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	s := m.s
-	ctx, prev, err := s.begin(ctx, op, lease)
-	switch {
-	case err != nil:
-		return future.Completed[context.Context](nil, err)
-	case prev != nil:
-		return s.reenter(prev, lease)
-	}
+// multiLockOps names MultiLock's acquire operations.
+var multiLockOps = newAcquireOps("MultiLock.")
+
+// startMultiLock starts an acquisition of the MultiLock s that is not a re-entry (multiSet.start): its locks one
+// by one, in their order.
+func startMultiLock(s *multiSet, ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	a := &multiAcq{s: s, ctx: ctx, wait: wait, lease: lease, start: time.Now(), comps: make([]context.Context, len(s.locks))}
 	if wait >= 0 {
 		a.deadline = a.start.Add(wait)
@@ -114,64 +111,46 @@ func (a *multiAcq) fail(err error) {
 // blocks until all are held or ctx ends (then ctx's error, after releasing those taken). Passing a held context of
 // this MultiLock re-enters every lock. Safe for concurrent use.
 func (m *MultiLock) Lock(ctx context.Context) (context.Context, error) {
-	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "Lock", -1, 0) })
+	return m.s.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (m *MultiLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return m.acquire(ctx, "LockAsync", -1, 0)
+	return m.s.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease takes every lock with lease (at least 1 ms); the held context's deadline is the validity (see
 // MultiLock). It blocks like Lock.
 func (m *MultiLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("MultiLock.LockLease", lease); err != nil {
-		return nil, err
-	}
-	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "LockLease", -1, lease) })
+	return m.s.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (m *MultiLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("MultiLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return m.acquire(ctx, "LockLeaseAsync", -1, lease)
+	return m.s.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock takes every lock within wait (0: one attempt each) with lease (0: the watchdog). It returns
 // ErrNotAcquired when a lock could not be taken in time (the others are released), ctx's error when ctx ended,
 // and otherwise the first error, naming its lock.
 func (m *MultiLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("MultiLock.TryLock", wait); err != nil {
-		return nil, err
-	}
-	return m.s.multiSync(ctx, func() *future.Future[context.Context] { return m.acquire(ctx, "TryLock", wait, lease) })
+	return m.s.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (m *MultiLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("MultiLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return m.acquire(ctx, "TryLockAsync", wait, lease)
+	return m.s.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases every lock (one hold each) in parallel and returns the failures joined (errors.Is finds
 // ErrNotHeld, a transport error...), each naming its lock; every lock is attempted. ErrNotHeld alone when held is
 // not a held context of this MultiLock. It waits for every answer, each as long as Lock.Unlock may (the locks are
 // released in parallel); bound the wait with UnlockAsync(held).Get(ctx).
-func (m *MultiLock) Unlock(held context.Context) error {
-	if err := inCallback(); err != nil {
-		return err
-	}
-	_, err := m.s.unlock(held).Get(background)
-	return err
-}
+func (m *MultiLock) Unlock(held context.Context) error { return m.s.unlockSync(held) }
 
 // UnlockAsync is the asynchronous form of Unlock.
 func (m *MultiLock) UnlockAsync(held context.Context) *future.Future[struct{}] {

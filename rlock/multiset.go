@@ -18,10 +18,15 @@ type multiSet struct {
 	locks  []Locker
 	order  []int // acquisition order (MultiLock)
 	quorum int
+	ops    *acquireOps // the acquire operations, named after kind
+	// start starts an acquisition that is not a re-entry, once begin has validated it: MultiLock's sequence,
+	// RedLock's rounds.
+	start func(s *multiSet, ctx context.Context, wait, lease time.Duration) *future.Future[context.Context]
 }
 
-func newMultiSet(kind string, locks []Locker, quorum int) *multiSet {
-	s := &multiSet{kind: kind, locks: slices.Clone(locks), quorum: quorum}
+func newMultiSet(kind string, ops *acquireOps, locks []Locker, quorum int,
+	start func(*multiSet, context.Context, time.Duration, time.Duration) *future.Future[context.Context]) *multiSet {
+	s := &multiSet{kind: kind, locks: slices.Clone(locks), quorum: quorum, ops: ops, start: start}
 	s.order = make([]int, len(locks))
 	for i := range s.order {
 		s.order[i] = i
@@ -210,6 +215,47 @@ func (s *multiSet) reenter(prev *multiHold, lease time.Duration) *future.Future[
 	}
 	arrive(-1, nil, nil)
 	return p.Future()
+}
+
+// lock runs an acquisition of the set to completion for a blocking call (MultiLock's and RedLock's Lock,
+// LockLease and TryLock, by form); see multiSync.
+func (s *multiSet) lock(ctx context.Context, form acquireForm, wait, lease time.Duration) (context.Context, error) {
+	if err := form.argError(s.ops.name(form, false), wait, lease); err != nil {
+		return nil, err
+	}
+	op := plainOps.name(form, false) // begin names the set's kind
+	return s.multiSync(ctx, func() *future.Future[context.Context] { return s.acquire(ctx, op, wait, lease) })
+}
+
+// lockAsync starts an acquisition of the set for an async call (MultiLock's and RedLock's LockAsync,
+// LockLeaseAsync and TryLockAsync, by form).
+func (s *multiSet) lockAsync(ctx context.Context, form acquireForm, wait, lease time.Duration) *future.Future[context.Context] {
+	if err := form.argError(s.ops.name(form, true), wait, lease); err != nil {
+		return future.Completed[context.Context](nil, err)
+	}
+	return s.acquire(ctx, plainOps.name(form, true), wait, lease)
+}
+
+// acquire validates an acquisition (begin) and starts it: a re-entry when ctx is a held context of the set, else
+// the kind's own (start).
+func (s *multiSet) acquire(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
+	ctx, prev, err := s.begin(ctx, op, lease)
+	switch {
+	case err != nil:
+		return future.Completed[context.Context](nil, err)
+	case prev != nil:
+		return s.reenter(prev, lease)
+	}
+	return s.start(s, ctx, wait, lease)
+}
+
+// unlockSync releases one acquisition of the set for a blocking Unlock, waiting for every lock's answer.
+func (s *multiSet) unlockSync(held context.Context) error {
+	if err := inCallback(); err != nil {
+		return err
+	}
+	_, err := s.unlock(held).Get(background)
+	return err
 }
 
 // multiSync waits for an acquisition for a blocking call; when ctx ends first, the acquisition is abandoned and
