@@ -11,10 +11,11 @@ import (
 	"github.com/locksmith-go/locksmith/resp"
 )
 
-// Acquiring a lock, of any kind: the plain lock, the fair and fenced locks, read and write holds. One call is a
-// lockCall, a waiter of the engine (waiter.go) whose grant becomes a hold (hold.go) before the caller's future
-// completes. The kinds differ in their attempt script and its reply, the channel they wait on, and their wake
-// rule: lockRules, which the plain lock does not need (its hot path is written out here).
+// Acquiring a lock, of any kind: the plain lock, the fair and fenced locks, read and write holds. Every handle's
+// Lock, LockLease and TryLock come here with their form (acquireForm); one call is a lockCall (lockcall.go), a
+// waiter of the engine (waiter.go) whose grant becomes a hold (hold.go) before the caller's future completes. The
+// kinds differ in their attempt script and its reply, the channel they wait on, and their wake rule: lockRules,
+// which the plain lock does not need (its hot path is written out in lockCall.send).
 
 // lockObject is what every lock handle shares: the client, the name, the layout of its holds, and, for the kinds
 // other than the plain lock, the rules of its acquire.

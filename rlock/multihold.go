@@ -7,6 +7,10 @@ import (
 	"time"
 )
 
+// A MultiLock or RedLock held: the held context the caller gets, over the held contexts of its locks (the
+// components). It is cancelled when fewer than the set's quorum of components remain held, when the validity
+// ends, or at the final Unlock.
+
 // multiKey finds the multiHold of a held context.
 type multiKey struct{}
 

@@ -12,6 +12,12 @@ import (
 	"github.com/locksmith-go/locksmith/future"
 )
 
+// The set of locks that MultiLock and RedLock share: its acquire façade (by form, as every lock's), its re-entry,
+// its release of every lock, and the validity of a set held with a lease. The two differ only in how an
+// acquisition that is not a re-entry runs (multiSet.start): MultiLock's sequence (multilock.go), RedLock's rounds
+// (redlock.go). The owner every lock of a set is held by, and the queries on it, are in multiowner.go; the held
+// set in multihold.go.
+
 // multiSet is the implementation shared by MultiLock and RedLock.
 type multiSet struct {
 	kind   string
