@@ -72,7 +72,8 @@ var FairLockAcquire = Script{
 	Name: "fairlock.acquire",
 	Keys: fairKeys,
 	Args: []string{"lease in milliseconds", "owner",
-		"the waiter's deadline in milliseconds from now on the server's clock (0 = a try without waiting, never queued)",
+		"the waiter's deadline in milliseconds from now on the server's clock " +
+			"(0 = a try without waiting, never queued)",
 		fairWakeArg, publishArg},
 	Reply: "a bulk string = granted, the owner's new hold count. An integer = refused: for the head waiter the " +
 		"lock's PTTL (it is woken on its channel when the lock is released; -1: the key has no expiry), for a waiter " +

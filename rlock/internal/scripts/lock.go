@@ -395,7 +395,8 @@ var LockLeave = Script{
 		"the waiter's spec, as LockAcquire's; with claim \"1\" when the waiter may have been queued: a grant made to " +
 			"it is looked for",
 		publishArg},
-	Reply:  "2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither (a spec that does not parse included)",
+	Reply: "2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither (a spec " +
+		"that does not parse included)",
 	Source: publishing(leaveLua),
 }
 

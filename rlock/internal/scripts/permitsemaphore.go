@@ -31,10 +31,11 @@ var pesKeys = []string{"permits (name)", "leases ({name}:timeout)", "channel (re
 
 // PermitAcquire takes n permits, each under its own id with the given lease.
 var PermitAcquire = Script{
-	Name:   "permitsemaphore.acquire",
-	Keys:   pesKeys,
-	Args:   []string{"lease in milliseconds (0 = none)", "ARGV[2..n+1]: the new permits' ids", publishArg},
-	Reply:  "the bulk string \"OK\" = taken; an integer = refused: the milliseconds until the earliest lease ends (when a permit may come back without a release), or -1 when no permit has a lease",
+	Name: "permitsemaphore.acquire",
+	Keys: pesKeys,
+	Args: []string{"lease in milliseconds (0 = none)", "ARGV[2..n+1]: the new permits' ids", publishArg},
+	Reply: "the bulk string \"OK\" = taken; an integer = refused: the milliseconds until the earliest lease ends " +
+		"(when a permit may come back without a release), or -1 when no permit has a lease",
 	Source: publishing(pesReclaimLua + pesAcquireLua),
 }
 

@@ -199,10 +199,11 @@ return table.concat(r)`
 // force-unlock test). Redisson finds the read holds' keys with KEYS, which scans the whole keyspace and cannot run
 // on a cluster; here they are named from the hash: owner f's holds are KEYS[3]:f:rwlock_timeout:1..n.
 var RWForceUnlock = Script{
-	Name:   "rwlock.forceunlock",
-	Keys:   []string{"lock name", rwChannelKey, rwHoldPrefixesKey},
-	Args:   []string{"the mode to force (\"read\" or \"write\")", "message (\"1\")", publishArg},
-	Reply:  "1 = the lock was in that mode and is deleted; 0 = it was not (free, or in the other mode): nothing changed",
+	Name: "rwlock.forceunlock",
+	Keys: []string{"lock name", rwChannelKey, rwHoldPrefixesKey},
+	Args: []string{"the mode to force (\"read\" or \"write\")", "message (\"1\")", publishArg},
+	Reply: "1 = the lock was in that mode and is deleted; 0 = it was not (free, or in the other mode): nothing " +
+		"changed",
 	Source: publishing(rwForceUnlockLua),
 }
 
