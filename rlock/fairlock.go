@@ -219,7 +219,7 @@ func (l *FairLock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *FairLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	return future.Then(l.holdCount(held, "FairLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
+	return l.isHeldBy(held, "FairLock.IsHeldBy")
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). Bounded like IsHeldBy.

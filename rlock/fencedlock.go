@@ -231,7 +231,7 @@ func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *FencedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	return future.Then(l.holdCount(held, "FencedLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
+	return l.isHeldBy(held, "FencedLock.IsHeldBy")
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until

@@ -68,7 +68,7 @@ func (l *Lock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *Lock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	return future.Then(l.holdCount(held, "IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
+	return l.isHeldBy(held, "IsHeldBy")
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (HGET; 0 when none), Redisson's
@@ -138,6 +138,11 @@ func (lo *lockObject) holdCount(held context.Context, op string) *future.Future[
 			n, err := intReply(v, err)
 			return int(n), notLockError(lo.name, err)
 		})
+}
+
+// isHeldBy reports whether held's owner holds the lock (holdCount > 0).
+func (lo *lockObject) isHeldBy(held context.Context, op string) *future.Future[bool] {
+	return future.Then(lo.holdCount(held, op), func(n int, err error) (bool, error) { return n > 0, err })
 }
 
 // remainTimeToLive asks the lock's PTTL, with TTLNoKey and TTLNoExpiry for the special answers.
