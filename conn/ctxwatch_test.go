@@ -15,11 +15,7 @@ import (
 func watchCounts(pc *pconn) (watches, refs int) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	for _, w := range pc.watches {
-		watches++
-		refs += w.refs
-	}
-	return watches, refs
+	return pc.watches.Counts()
 }
 
 // Commands in flight with one context share one watch (one AfterFunc) on their connection; commands with contexts

@@ -181,7 +181,7 @@ func (pc *pconn) deliver(vals []resp.Value, fault error) error {
 		for i := range popped {
 			// Entries re-sent after NOSCRIPT (kindResent) keep their watch on the re-queued copy.
 			if e := &popped[i]; e.watch != nil && e.kind == kindUser {
-				if stop := pc.unwatchLocked(e.watch); stop != nil {
+				if stop := pc.watches.Leave(e.watch); stop != nil {
 					pc.stops = append(pc.stops, stop)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/locksmith-go/locksmith/future"
+	"github.com/locksmith-go/locksmith/internal/ctxwatch"
 	"github.com/locksmith-go/locksmith/resp"
 	"github.com/locksmith-go/locksmith/timer"
 )
@@ -86,7 +87,7 @@ type pconn struct {
 	closeErr     error            // the error later commands fail with, once closed
 	health       healthState
 	check        *timer.Timeout
-	watches      map[<-chan struct{}]*ctxWatch // contexts of the commands in flight (standalone only; see ctxWatch)
+	watches      ctxwatch.Set[struct{}] // contexts of the commands in flight (standalone only; see ctxWatch)
 
 	// Owned by the flusher (event loop or writer goroutine): the buffer swapped in for out at the next takeOut.
 	spare []byte
@@ -134,7 +135,7 @@ func (pc *pconn) send(ctx context.Context, e pending, s *Script, keys, args []st
 		return err
 	}
 	if pc.rt == nil && ctx.Done() != nil {
-		e.watch = pc.watchLocked(ctx)
+		e.watch = pc.watches.Join(ctx, pc)
 	}
 	pc.appendUserLocked(e, s, keys, args)
 	if e.op != nil {
@@ -165,7 +166,7 @@ func (pc *pconn) sendBatch(ctx context.Context, es []pending, cmds []Cmd) error 
 	for i := range cmds {
 		e := es[i]
 		if watch {
-			e.watch = pc.watchLocked(ctx)
+			e.watch = pc.watches.Join(ctx, pc)
 		}
 		pc.appendUserLocked(e, cmds[i].Script, cmds[i].Keys, cmds[i].Args)
 	}
@@ -491,7 +492,7 @@ func (pc *pconn) closeLocked(err error) ([]pending, []func() bool) {
 		pc.check.Cancel()
 		pc.check = nil
 	}
-	return entries, pc.takeWatchesLocked()
+	return entries, pc.watches.Close(nil)
 }
 
 // failAll completes every entry with err (outside mu: completions run callbacks).

@@ -11,10 +11,11 @@ import (
 	"github.com/locksmith-go/locksmith/resp"
 )
 
-// Acquiring a lock, of any kind: the plain lock, the fair and fenced locks, read and write holds. One call is a
-// lockCall, a waiter of the engine (waiter.go) whose grant becomes a hold (hold.go) before the caller's future
-// completes. The kinds differ in their attempt script and its reply, the channel they wait on, and their wake
-// rule: lockRules, which the plain lock does not need (its hot path is written out here).
+// Acquiring a lock, of any kind: the plain lock, the fair and fenced locks, read and write holds. Every handle's
+// Lock, LockLease and TryLock come here with their form (acquireForm); one call is a lockCall (lockcall.go), a
+// waiter of the engine (waiter.go) whose grant becomes a hold (hold.go) before the caller's future completes. The
+// kinds differ in their attempt script and its reply, the channel they wait on, and their wake rule: lockRules,
+// which the plain lock does not need (its hot path is written out in lockCall.send).
 
 // lockObject is what every lock handle shares: the client, the name, the layout of its holds, and, for the kinds
 // other than the plain lock, the rules of its acquire.
@@ -45,75 +46,73 @@ type lockRules interface {
 	wait(lc *lockCall)
 	// left tells the server that lc gave up waiting (the fair lock's queue); most kinds do nothing.
 	left(lc *lockCall)
+	// ops names the kind's acquire operations.
+	ops() *acquireOps
 }
 
-// lockCall is one acquire call in progress: Lock, LockLease or TryLock of any kind of lock, sync or async. The
-// caller's future lives inside it: one allocation per acquire call.
-type lockCall struct {
-	waiter
-	p  future.Promise[context.Context]
-	lo *lockObject
-	// sync is the blocking call this call is part of (syncLockCall), whose Relay is the call's driver: its
-	// caller's Get drives each attempt in flight, reading the reply itself over the latency lane instead of parking
-	// until an event loop has read it. Nil for an async call, whose attempts are observed with OnComplete as
-	// before. Set before the call is shared.
-	sync *syncLockCall
-	// ctx is the caller's context, kept for the duration of the call only: it becomes the parent of the held
-	// context (for its values) when the lock is granted. Its cancellation is watched by its shard's watch of it
-	// (ctxwatch.go), which the call joins when it starts.
-	ctx   context.Context
-	owner string        // <clientUUID>:<ownerID>
-	lease time.Duration // the lease a grant gives (also the next head's bound while the lock is held)
-	// token is a fenced lock's token of the grant, written before the future completes; while the call waits, and
-	// only when nonceMinted, it holds the call's queue nonce instead (lockqueue.go): one word for both keeps the call
-	// in its allocation size class, and a call never needs its nonce once granted.
-	token    int64
-	watchdog bool // the lease is the watchdog's, renewed while held
-	fresh    bool // the owner id was made for this call: nobody else can hold anything under it
-	// syncMisses counts the call's grants that too few replicas acknowledged (Config.SyncReplicas), each given
-	// back. Touched only by the chain reply -> release -> retry, one step at a time.
-	syncMisses uint8
-	// recyclable: a blocking call granted by its first attempt, which nothing but its caller and its completion
-	// ever referenced (no queue, no timer, no retry, no replica wait): its completion releases its reference
-	// (recycle.go). Set under the shard mutex with the grant, read by the completion after it.
-	recyclable bool
-	// refs counts the parties still using a recycled blocking call (recycle.go; syncLockCall). Here, in what
-	// would otherwise be padding.
-	refs recycleRefs
-	// counted is the count of its owner's acquire attempts in flight the call's attempt is part of (serial.go), or
-	// nil. Set before the attempt is sent, taken with its reply.
-	counted *holdSerial
-}
+// acquireForm is the acquire method a caller chose. The form decides which waits and leases are arguments to
+// refuse (argError), and names the operation (acquireOps) in errors and the Observer's events.
+type acquireForm uint8
 
-// relay is the call's driver: its blocking call's Relay, or nil.
-func (lc *lockCall) relay() *future.Relay {
-	if lc.sync == nil {
-		return nil
+const (
+	formLock      acquireForm = iota // Lock: waits as long as ctx allows, with the watchdog
+	formLockLease                    // LockLease: waits as long as ctx allows, with a fixed lease (not 0)
+	formTryLock                      // TryLock: waits at most wait (0: one attempt), lease 0 = the watchdog
+	numForms
+)
+
+// argError checks the wait and lease that form f was given, named op, before anything else is looked at: 0 is
+// not a LockLease's lease (it would be Lock's watchdog), a negative wait is not a TryLock's (it is not "forever").
+// The other checks (a lease below MinLease, the name, the context) are the acquire's, for every form.
+func (f acquireForm) argError(op string, wait, lease time.Duration) error {
+	switch {
+	case f == formLockLease && lease == 0:
+		return leaseError(op, lease, "must be at least 1ms (use Lock for the watchdog)")
+	case f == formTryLock:
+		return tryFormError(op, wait)
 	}
-	return &lc.sync.steps
+	return nil
 }
 
-// syncLockCall is the lockCall of a blocking call with the Relay its caller's Get drives (lockCall.sync points
-// at it): one allocation per call still, and async calls, which need no relay, do not carry it. Most are recycled
-// (recycle.go).
-//
-// Why: a sequential Lock+Unlock parked twice on futures an event loop completed, and waking a parked goroutine
-// from an event-loop thread costs 10-60 µs on these VMs (package conn, "Latency lane"). With the relay the
-// caller's Get reads each reply itself: sequential Lock+Unlock p50 106 µs vs 192 µs in the scratch experiment
-// of future's commit e110a8c (see BenchmarkW1, G=1, for this package's figures).
-type syncLockCall struct {
-	lockCall
-	steps     future.Relay
-	onAttempt func(resp.Value, error) // onAnyReply, bound once and kept across reuses (recycle.go)
-}
+// acquireOps names one type of handle's acquire operations, by form, blocking ([0]) or async ([1]): built once,
+// so that naming an operation costs nothing.
+type acquireOps [numForms][2]string
 
-// newLockCall allocates a call: a blocking one carries the Relay its Get drives, set as its future's
-// driver before the future is shared.
-func newLockCall(blocking bool) *lockCall {
-	if !blocking {
-		return &lockCall{}
+// newAcquireOps returns the operation names of a type of handle whose names start with typ ("FairLock.").
+func newAcquireOps(typ string) *acquireOps {
+	var ops acquireOps
+	for f, form := range [numForms]string{"Lock", "LockLease", "TryLock"} {
+		ops[f] = [2]string{typ + form, typ + form + "Async"}
 	}
-	return &newSyncLockCall().lockCall
+	return &ops
+}
+
+// name is form's operation, blocking or async.
+func (ops *acquireOps) name(form acquireForm, async bool) string {
+	if async {
+		return ops[form][1]
+	}
+	return ops[form][0]
+}
+
+// The acquire operations of each type of lock handle, as errors and events name them.
+var (
+	plainOps  = newAcquireOps("")
+	fairOps   = newAcquireOps("FairLock.")
+	fencedOps = newAcquireOps("FencedLock.")
+	readOps   = newAcquireOps("ReadLock.")
+	writeOps  = newAcquireOps("WriteLock.")
+)
+
+// opOf names form's operation on this kind of lock, blocking or async, and checks the arguments the form takes
+// (acquireForm.argError).
+func (lo *lockObject) opOf(form acquireForm, async bool, wait, lease time.Duration) (string, error) {
+	ops := plainOps
+	if lo.rules != nil {
+		ops = lo.rules.ops()
+	}
+	op := ops.name(form, async)
+	return op, form.argError(op, wait, lease)
 }
 
 // acquire validates an acquire call and starts it; the call ends when ctx ends. wait < 0 means no bound; lease 0
@@ -195,10 +194,15 @@ func (c *Client) observeFailure(f *future.Future[context.Context], name, owner s
 	})
 }
 
-// lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock): wait < 0
-// waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is released.
-func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Duration) (context.Context, error) {
-	if err := inCallback(); err != nil {
+// lock runs an acquire to completion for a blocking call (every lock's Lock, LockLease and TryLock, by form):
+// wait < 0 waits as long as ctx allows, lease 0 takes the watchdog. A grant that raced with the end of ctx is
+// released.
+func (lo *lockObject) lock(ctx context.Context, form acquireForm, wait, lease time.Duration) (context.Context, error) {
+	op, err := lo.opOf(form, false, wait, lease)
+	if err == nil {
+		err = inCallback()
+	}
+	if err != nil {
 		return nil, err
 	}
 	lc, f := lo.acquire(ctx, op, wait, lease, false)
@@ -213,8 +217,13 @@ func (lo *lockObject) lock(ctx context.Context, op string, wait, lease time.Dura
 	return held, err
 }
 
-// lockAsync starts an acquire for an async call (every lock's LockAsync, LockLeaseAsync and TryLockAsync).
-func (lo *lockObject) lockAsync(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
+// lockAsync starts an acquire for an async call (every lock's LockAsync, LockLeaseAsync and TryLockAsync, by
+// form).
+func (lo *lockObject) lockAsync(ctx context.Context, form acquireForm, wait, lease time.Duration) *future.Future[context.Context] {
+	op, err := lo.opOf(form, true, wait, lease)
+	if err != nil {
+		return future.Completed[context.Context](nil, err)
+	}
 	_, f := lo.acquire(ctx, op, wait, lease, true)
 	return f
 }
@@ -235,14 +244,6 @@ func clusterNameError(op, name string) error {
 		"containing '{' needs a non-empty hash tag such as {orders}:42, so that the lock's keys share its slot"}
 }
 
-// leaseFormError checks LockLease's lease: 0 would be Lock's watchdog.
-func leaseFormError(op string, lease time.Duration) error {
-	if lease == 0 {
-		return leaseError(op, lease, "must be at least 1ms (use Lock for the watchdog)")
-	}
-	return nil
-}
-
 // tryFormError checks a Try call's wait: 0 makes one attempt, a negative one is an error (not "forever").
 func tryFormError(op string, wait time.Duration) error {
 	if wait < 0 {
@@ -250,258 +251,3 @@ func tryFormError(op string, wait time.Duration) error {
 	}
 	return nil
 }
-
-// start sends lc's first attempt, or queues it behind this client's waiters for the same lock, or waits for a
-// release of the same owner in flight. now is a clock reading taken just before (see startLocked).
-func (lc *lockCall) start(now time.Duration) {
-	sh := lc.sh
-	sh.mu.Lock()
-	if lc.state != wNew || lc.abandoned != nil {
-		// Gone before it began (abandoned while it waited for its owner's release, or closed).
-		unwatch := lc.unwatchLocked()
-		sh.mu.Unlock()
-		if unwatch != nil {
-			unwatch()
-		}
-		return
-	}
-	lc.watchLocked(lc.ctx)
-	reentry := false
-	if !lc.fresh {
-		key := lc.holdKey()
-		if op := sh.releaseAheadLocked(key); op != nil {
-			// A release of the same owner is in flight or queued: acquire after it settled, so that its
-			// expected count is not changed under it (serial.go).
-			op.observed = true // its future outlives the release: not recycled
-			sh.mu.Unlock()
-			op.p.Future().OnComplete(func(struct{}, error) { lc.start(lc.sh.c.now()) })
-			return
-		}
-		// Re-entry: never queued behind waiters, which would wait for this very owner.
-		reentry = sh.holds[key] != nil
-	}
-	send := lc.startLocked(reentry, now)
-	sh.mu.Unlock()
-	if send {
-		lc.send()
-	}
-}
-
-// channel is the channel lc waits on: the plain lock's unlock channel, or its kind's.
-func (lc *lockCall) channel() string {
-	if lc.lo.rules == nil {
-		return channelName(lc.lo.name)
-	}
-	return lc.lo.rules.channel(lc)
-}
-
-// send sends one acquire attempt (state wAttempting). Called without the shard mutex, from any goroutine: the
-// caller's, an event loop's or a driving Get's (a reply's callback), the timer's worker, a pub/sub handler. It is
-// the one place every acquire of every kind goes out, so with Config.SyncReplicas every attempt is followed by
-// WAIT (replication.go).
-//
-// A blocking call's attempt becomes the step its relay forwards to (future.Follow): its caller's Get drives it
-// when the Get is driving or has not begun, and once that Get has parked (the call waits for a message or its
-// timer) the relay marks the attempt unattended, so that the transport reads the reply by itself. Either way the
-// reply is read exactly once and the callback registered once.
-func (lc *lockCall) send() {
-	if !lc.fresh && !lc.countAttempt() {
-		return // sent once the release of the same owner in flight has settled
-	}
-	if lc.sh.c.synced() {
-		lc.sendSynced()
-		return
-	}
-	if lc.lo.rules == nil {
-		c := lc.sh.c
-		k := plainKeys(lc.lo.name) // on the stack: Eval encodes it at once
-		future.Follow(lc.relay(), c.conn.Eval(background, acquireScript, k[:], lc.leaseArg(), lc.owner,
-			lc.attemptSpec(), c.pub()), lc.callback())
-		return
-	}
-	s, keys, args := lc.lo.rules.attempt(lc)
-	future.Follow(lc.relay(), lc.sh.c.conn.Eval(background, s, keys, args...), lc.callback())
-}
-
-func (lc *lockCall) onPlainReply(v resp.Value, err error) {
-	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
-	if err != nil {
-		lc.settle(outcome{err: err}, false)
-	} else {
-		v = sh.c.published(sh, lc.lo.name, v)
-		lc.settle(lc.queuedOutcome(parseAcquire(v), v), false)
-	}
-	sh.attemptSettled(counted)
-}
-
-func (lc *lockCall) onReply(v resp.Value, err error) {
-	sh, counted := lc.sh, lc.takeCounted() // read before settle, after which lc may be recycled
-	if err == nil {
-		v = sh.c.published(sh, lc.lo.name, v)
-	}
-	lc.settle(lc.queuedOutcome(lc.lo.rules.decode(v, err), v), false)
-	sh.attemptSettled(counted)
-}
-
-// queuedOutcome turns the refusal of an attempt that queues the call on the server (an entry was sent) into a
-// queued one: its bound is the one of a waiter queued there (queuedRefusal).
-func (lc *lockCall) queuedOutcome(o outcome, v resp.Value) outcome {
-	if !lc.serverQueue || o.granted || o.err != nil || lc.noWait || v.Type != resp.Integer {
-		return o
-	}
-	return lc.queuedRefusal(v.Int)
-}
-
-// onAnyReply is onPlainReply or onReply, by the kind of lock: the one callback a recycled call binds once.
-func (lc *lockCall) onAnyReply(v resp.Value, err error) {
-	if lc.lo.rules == nil {
-		lc.onPlainReply(v, err)
-		return
-	}
-	lc.onReply(v, err)
-}
-
-// callback is onAnyReply as a callback: a blocking call's, bound once, or a new method value.
-func (lc *lockCall) callback() func(resp.Value, error) {
-	if lc.sync != nil {
-		return lc.sync.onAttempt
-	}
-	return lc.onAnyReply
-}
-
-// leaseArg is the call's lease as a script argument, without allocating for the watchdog's.
-func (lc *lockCall) leaseArg() string { return lc.sh.c.leaseArg(lc.lease) }
-
-// grantLocked records a grant to lc's owner: a new hold, or a re-entry of the hold it has.
-func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
-	c := lc.sh.c
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
-	lo := lc.lo
-	lc.token = o.token
-	lc.recyclable = lc.sync != nil && lc.q == nil && lc.deadline == 0 && lc.retries == 0 && lc.abandoned == nil &&
-		!lc.watchHit && lc.syncMisses == 0 && !lc.queued && !c.synced()
-	lease := lc.lease
-	if o.lease > 0 {
-		lease = o.lease // granted by someone else's script, with the call's grant lease
-	}
-	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
-		count := o.count
-		if lc.sh.doubts != nil && lc.sh.doubtOfLocked(h) != 0 {
-			// The server counts holds this client's callers do not believe in (orphan.go): the re-entry adds
-			// one to what they do, and the Unlock that ends them deals with the rest.
-			count = int64(h.count) + 1
-		}
-		return h, h.reenterLocked(count, lease, lc.watchdog, lc.sentAt)
-	}
-	if !lc.fresh {
-		if prev, ok := lc.ctx.Value(ownerKey{}).(*hold); ok && prev.name == lo.name && prev.kind == lo.kind {
-			// A re-entry through a held context of this very lock, which ended while the attempt was in flight (its
-			// lease ran out, or it was lost): the caller, who may ignore the context a re-entry returns, would hold
-			// a new hold unawares. It fails as the call would have if it had started a moment later, and the grant
-			// is given back (undo).
-			return nil, context.Canceled
-		}
-	}
-	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lease, lc.watchdog, lc.sentAt)
-	if h != nil && lc.watchdog {
-		h.lease = lc.lease // what a partial release re-arms: the watchdog's lease, whatever the grant applied
-	}
-	return h, err
-}
-
-// heldLocked returns the hold lc's owner has of lc's lock, in any state, or nil. An owner id made for this call
-// (fresh) holds nothing but what this call is granted, so it is not looked up. Called with the shard mutex held.
-func (lc *lockCall) heldLocked() *hold {
-	if lc.fresh {
-		return nil
-	}
-	return lc.sh.holds[holdKey{lc.lo.name, lc.lo.kind.field(lc.owner)}]
-}
-
-// succeed completes the call with the held context. If the caller's future was failed meanwhile (context ended
-// or wait ran out while the grant was in flight), the lock granted in flight is released instead.
-func (lc *lockCall) succeed(o outcome, h *hold) {
-	c := lc.sh.c
-	var ev AcquiredEvent
-	if c.observed {
-		ev = AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
-			HandOff: o.handoff, Ctx: lc.ctx}
-	}
-	if !lc.p.Succeed(h) {
-		c.unlockHeld(h)
-		return
-	}
-	if c.observed {
-		c.obs.Acquired(ev)
-	}
-	if lc.recyclable {
-		lc.refs.releaseLockCall(lc.sync) // the last touch of lc by its completion
-	}
-}
-
-// fail completes the call with err; a WRONGTYPE reply (the lock's name is used by a key of another type) becomes
-// a *NotLockError.
-func (lc *lockCall) fail(err error) bool {
-	return lc.p.Fail(notLockError(lc.lo.name, err))
-}
-
-// undo releases a grant that no hold records (the client closed meanwhile, the timer refused the hold's timeout,
-// or the re-entry's held context ended meanwhile: see grantLocked). After a re-entry of an ended hold of an owner
-// this client made, the ended hold's own holds, which the re-entry's lease prolonged and nobody believes in any
-// more, are released too.
-func (lc *lockCall) undo(o outcome) {
-	c := lc.sh.c
-	all := false
-	if !lc.fresh && c.madeOwner(lc.owner) {
-		if prev, ok := lc.ctx.Value(ownerKey{}).(*hold); ok && prev.name == lc.lo.name && prev.kind == lc.lo.kind {
-			lc.sh.mu.Lock()
-			all = prev.state != holdHeld
-			lc.sh.mu.Unlock()
-		}
-	}
-	c.releaseOrphans(lc.lo.kind, lc.lo.name, lc.owner, o.count, max(lc.lease, o.lease), all)
-}
-
-// giveBackResult releases the lock a blocking call was granted after it stopped waiting. Another completion won
-// the race with the caller's Fail; Peek could still see the future pending (the winner publishes its result just
-// after winning), so it waits for the result: it is being stored right now, Get returns at once.
-func (lc *lockCall) giveBackResult() {
-	if held, err := lc.p.Future().Get(background); err == nil && held != nil {
-		lc.sh.c.unlockHeld(held)
-	}
-}
-
-// left tells the server that lc gave up: a call queued there leaves the queue (and releases a grant made to it
-// meanwhile); a fair-lock waiter leaves its kind's queue.
-func (lc *lockCall) left() {
-	if lc.serverQueue {
-		lc.leave(false)
-		return
-	}
-	if lc.lo.rules != nil {
-		lc.lo.rules.left(lc)
-	}
-}
-
-// parseAcquire decodes the plain lock's acquire reply (and the fair and read-write locks', which answer alike): a
-// bulk string holding the owner's new hold count (at least 1) = granted; an integer = refused, the lock's PTTL.
-func parseAcquire(v resp.Value) outcome {
-	switch {
-	case v.Type == resp.BulkString && !v.Null:
-		n, err := v.AsInt64()
-		if err == nil && n < 1 {
-			err = &resp.TypeError{Want: "a hold count of at least 1", Got: v.Type}
-		}
-		return outcome{granted: err == nil, count: n, err: err}
-	case v.Type == resp.Integer:
-		return outcome{bound: ttlBound(v.Int)}
-	}
-	return outcome{err: &resp.TypeError{Want: "hold count or PTTL", Got: v.Type}}
-}
-
-// permits is 1: a lock call takes no permits.
-func (lc *lockCall) permits() int64 { return 1 }
-
-var _ waitCall = (*lockCall)(nil)

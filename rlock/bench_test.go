@@ -12,7 +12,8 @@ import (
 
 // Uncontended round trips of the fenced and fair locks and the semaphore, each goroutine on its own name, against a
 // real redis-server: client cost (allocations) and pipelined throughput. Figures guide design only (shared machine).
-// The plain lock's workloads are integration's BenchmarkW1..W3.
+// The plain lock's workloads are integration's BenchmarkUncontended, BenchmarkContended and
+// BenchmarkHeldUnderWatchdog.
 //
 //	go test ./rlock -run '^$' -bench 'BenchmarkFamily' -benchtime 3s
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/ctxwatch"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
@@ -49,8 +50,8 @@ type Client struct {
 	shards [numShards]shard
 
 	wd         watchdog
-	retries    retries // commands parked on the timer for a retry, run by Close if it comes first
-	grantCache         // queue entry arguments (lockqueue.go)
+	retries    *timer.Group // commands parked on the timer for a retry, run by Close if it comes first
+	grantCache              // queue entry arguments (lockqueue.go)
 	// leaves counts the departures from the server's queues of waiters in flight (lockCall.leave), which Close
 	// waits for, up to leaveWait.
 	leaves  inflight
@@ -68,14 +69,14 @@ const numShards = 64
 // made under mu, actions after it.
 type shard struct {
 	mu         sync.Mutex
-	c          *Client                       // the client the shard belongs to
-	holds      map[holdKey]*hold             // held locks, by name and hash field
-	queues     map[string]*queue             // channels with waiters of this client
-	lockQueues map[string]*queue             // the plain and fenced locks' queues, by lock name
-	sleepers   *queue                        // waiters woken by their timer alone (rate limiters)
-	watches    map[<-chan struct{}]*ctxWatch // calls' contexts by Done channel (ctxwatch.go)
-	serial     map[holdKey]*holdSerial       // owners' commands in flight (serial.go)
-	freeSerial *holdSerial                   // serial's unused entries, for reuse
+	c          *Client                 // the client the shard belongs to
+	holds      map[holdKey]*hold       // held locks, by name and hash field
+	queues     map[string]*queue       // channels with waiters of this client
+	lockQueues map[string]*queue       // the plain and fenced locks' queues, by lock name
+	sleepers   *queue                  // waiters woken by their timer alone (rate limiters)
+	watches    ctxwatch.Set[*waiter]   // calls' contexts by Done channel (ctxwatch.go)
+	serial     map[holdKey]*holdSerial // owners' commands in flight (serial.go)
+	freeSerial *holdSerial             // serial's unused entries, for reuse
 	// doubts are the holds the server may hold more times than recorded here, for grants their owner's callers do
 	// not believe in (orphan.go): their last Unlock releases or reports what it finds left. Nil until one is.
 	doubts map[*hold]doubt
@@ -162,12 +163,12 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	c.wd.init(c)
 	c.watchdogGrant.lease = min(r.WatchdogTimeout, queueLiveness)
 	c.watchdogGrant.specs = specsOf("g" + strconv.FormatInt(c.watchdogGrant.lease.Milliseconds(), 10))
-	c.retries.set = make(map[*retry]struct{})
+	c.retries = timer.NewGroup(c.timer)
 	return c
 }
 
-// pub returns the publish command every publishing script takes last (publishLua): PUBLISH, or SPUBLISH on a
-// cluster with sharded pub/sub, which is where conn subscribes the channels (Redisson makes the same choice). It
+// pub returns the publish command every publishing script takes last (scripts.Publishes): PUBLISH, or SPUBLISH on
+// a cluster with sharded pub/sub, which is where conn subscribes the channels (Redisson makes the same choice). It
 // is read at each call, not once: a cluster transport made with LazyConnect while no node answered learns whether
 // the servers have sharded pub/sub only when a node first answers, and until then says PUBLISH. The read is one
 // atomic load on a cluster and nothing elsewhere.
@@ -234,7 +235,7 @@ func (c *Client) Close() error {
 		}
 		waiters = sh.sleepers.closeLocked(waiters)
 		sh.doubts = nil
-		stops = sh.stopWatchesLocked(stops)
+		stops = sh.watches.Close(stops) // the calls they watch are failed by Close or by their replies
 		sh.mu.Unlock()
 	}
 	for _, stop := range stops {
@@ -254,7 +255,7 @@ func (c *Client) Close() error {
 		q.closeSubscription()
 	}
 	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
-	c.retries.close()
+	c.retries.Close()
 	c.awaitLeaves()
 	if c.ownsConn {
 		return c.conn.Close()

@@ -8,6 +8,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // CountDownLatch is Redisson's RCountDownLatch: a count in the STRING <name> that callers count down; awaiters are
@@ -44,7 +45,7 @@ func (l *CountDownLatch) TrySetCount(ctx context.Context, count int64) (bool, er
 		return false, &ArgumentError{Op: "CountDownLatch.TrySetCount", Arg: "count", Value: strconv.FormatInt(count, 10), Reason: "must be positive"}
 	}
 	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: latchTrySetScript, Keys: l.keys,
-		Args: []string{strconv.FormatInt(count, 10), latchSetMessage, l.c.pub()}}).Get(ctx))
+		Args: []string{strconv.FormatInt(count, 10), scripts.LatchSetMessage, l.c.pub()}}).Get(ctx))
 	return n == 1, err
 }
 
@@ -63,7 +64,7 @@ func (l *CountDownLatch) CountDownAsync(ctx context.Context) *future.Future[int6
 	if err := l.checkCtx("CountDownLatch.CountDown", ctx); err != nil {
 		return future.Completed(int64(0), err)
 	}
-	return future.Then(l.c.callOnce(ctx, conn.Cmd{Script: latchCountDownScript, Keys: l.keys, Args: []string{latchZeroMessage, l.c.pub()}}), intReply)
+	return future.Then(l.c.callOnce(ctx, conn.Cmd{Script: latchCountDownScript, Keys: l.keys, Args: []string{scripts.LatchZeroMessage, l.c.pub()}}), intReply)
 }
 
 // Count returns the current count (0 when open). It blocks until the server answers or ctx ends.
@@ -86,7 +87,7 @@ func (l *CountDownLatch) Delete(ctx context.Context) (bool, error) {
 	if err := l.checkCtx("CountDownLatch.Delete", ctx); err != nil {
 		return false, err
 	}
-	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{latchSetMessage, l.c.pub()}}).Get(ctx))
+	n, err := intReply(l.c.call(ctx, conn.Cmd{Script: deletePublishScript, Keys: l.keys, Args: []string{scripts.LatchSetMessage, l.c.pub()}}).Get(ctx))
 	return n == 1, err
 }
 

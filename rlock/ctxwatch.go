@@ -1,51 +1,36 @@
 package rlock
 
-import "context"
+import (
+	"context"
+
+	"github.com/locksmith-go/locksmith/internal/ctxwatch"
+)
 
 // Watching callers' contexts. A call ends when its context does: the calls of one shard that share a context are
-// watched by one context.AfterFunc, which abandons them all when the context ends (waiter.abandon).
-//
-// Why not one AfterFunc per call, or a select on ctx.Done() in the blocking call's Get: services share contexts
-// widely (a server's root context, an errgroup's, a worker pool's), and then every call would take that context's
-// one mutex to register and unregister its AfterFunc (with three allocations), or the lock of its one Done channel
-// twice per parked Get, from every core at once. A watch is registered when the first call of a shard with that
-// context starts and unregistered when the last one ends; the calls in between only link themselves into its list
+// watched by one context.AfterFunc, which abandons them all when the context ends (waiter.abandon). Each shard
+// keeps a ctxwatch.Set (see package ctxwatch for why: services share contexts widely, and one AfterFunc per call
+// would have every call contend on that context's one mutex); the calls of a watch link themselves into its list
 // under the shard mutex, which they take anyway. Package conn watches the contexts of its commands the same way,
-// per connection (conn/ctxwatch.go). The caller's future is marked as cancelled by the context
-// (future.Promise.CancelledBy), so a blocking call's Get waits for the future alone.
+// per connection. The caller's future is marked as cancelled by the context (future.Promise.CancelledBy), so a
+// blocking call's Get waits for the future alone, not for ctx.Done().
 
-// ctxWatch is the watch of one context in one shard: the calls watching it, and the AfterFunc that abandons them.
-type ctxWatch struct {
-	sh   *shard
-	done <-chan struct{} // the context's Done channel: the key in shard.watches
-	head *waiter         // the calls watched, linked through cwPrev/cwNext; guarded by the shard mutex
-	stop func() bool     // unregisters the AfterFunc
-}
+// ctxWatch is the watch of one context in one shard; its Members are the calls watching it, linked through
+// waiter.cwPrev and waiter.cwNext.
+type ctxWatch = ctxwatch.Watch[*waiter]
 
-// watchLocked makes w end when ctx ends: it joins the shard's watch of ctx, registering one for ctx first if the
-// shard has none. A context that cannot end (Done nil) is not watched. The shard mutex is held; the AfterFunc's
-// callback never runs under it (it runs on its own goroutine and takes the mutex).
+// watchLocked makes w end when ctx ends: it joins the shard's watch of ctx. A context that cannot end (Done nil)
+// is not watched. The shard mutex is held; the watch's end (shard.ContextEnded) never runs under it.
 func (w *waiter) watchLocked(ctx context.Context) {
-	done := ctx.Done()
-	if done == nil || w.watched {
+	if ctx.Done() == nil || w.watched {
 		return
 	}
 	w.watched = true
-	sh := w.sh
-	cw := sh.watches[done]
-	if cw == nil {
-		if sh.watches == nil {
-			sh.watches = make(map[<-chan struct{}]*ctxWatch)
-		}
-		cw = &ctxWatch{sh: sh, done: done}
-		sh.watches[done] = cw
-		cw.stop = context.AfterFunc(ctx, func() { cw.fire(ctx.Err()) })
+	cw := w.sh.watches.Join(ctx, w.sh)
+	w.cw, w.cwPrev, w.cwNext = cw, nil, cw.Members
+	if cw.Members != nil {
+		cw.Members.cwPrev = w
 	}
-	w.cw, w.cwPrev, w.cwNext = cw, nil, cw.head
-	if cw.head != nil {
-		cw.head.cwPrev = w
-	}
-	cw.head = w
+	cw.Members = w
 }
 
 // unwatchLocked takes w out of its watch (a call that ends). When it was the watch's last call, the watch leaves
@@ -59,48 +44,31 @@ func (w *waiter) unwatchLocked() func() bool {
 	if w.cwPrev != nil {
 		w.cwPrev.cwNext = w.cwNext
 	} else {
-		cw.head = w.cwNext
+		cw.Members = w.cwNext
 	}
 	if w.cwNext != nil {
 		w.cwNext.cwPrev = w.cwPrev
 	}
 	w.cw, w.cwPrev, w.cwNext = nil, nil, nil
-	if cw.head != nil || w.sh.watches[cw.done] != cw {
-		return nil
-	}
-	delete(w.sh.watches, cw.done)
-	return cw.stop
+	return w.sh.watches.Leave(cw)
 }
 
-// fire abandons every call of the watch, whose context ended with err: each leaves its queue, or finishes when its
-// command in flight returns, and its future fails with err.
-func (cw *ctxWatch) fire(err error) {
-	sh := cw.sh
+// ContextEnded abandons every call of the watch cw, whose context ended with err (ctxwatch.Owner): each leaves its
+// queue, or finishes when its command in flight returns, and its future fails with err.
+func (sh *shard) ContextEnded(cw *ctxWatch, err error) {
 	sh.mu.Lock()
-	if sh.watches[cw.done] == cw {
-		delete(sh.watches, cw.done)
-	}
+	sh.watches.Drop(cw)
 	var ws []*waiter
-	for w := cw.head; w != nil; {
+	for w := cw.Members; w != nil; {
 		next := w.cwNext
 		w.cw, w.cwPrev, w.cwNext = nil, nil, nil
 		w.watchHit = true // referenced from here on: never recycled
 		ws = append(ws, w)
 		w = next
 	}
-	cw.head = nil
+	cw.Members = nil
 	sh.mu.Unlock()
 	for _, w := range ws {
 		w.abandon(err, false)
 	}
-}
-
-// stopWatchesLocked unregisters every watch of the shard, for Close (the calls they watch are failed by Close or by
-// their replies). The shard mutex is held; the returned functions are called after it is released.
-func (sh *shard) stopWatchesLocked(stops []func() bool) []func() bool {
-	for done, cw := range sh.watches {
-		stops = append(stops, cw.stop)
-		delete(sh.watches, done)
-	}
-	return stops
 }

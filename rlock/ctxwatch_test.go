@@ -17,7 +17,8 @@ func watchCount(c *Client) int {
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()
-		n += len(sh.watches)
+		w, _ := sh.watches.Counts()
+		n += w
 		sh.mu.Unlock()
 	}
 	return n

@@ -26,8 +26,8 @@
 // same name sees exactly what another Redisson client would write: it is refused with the remaining TTL while Go
 // holds the lock and woken by Go's unlock message, and the other way round (integration test
 // TestRedissonLayoutInterop plays the Java side with raw commands). Each operation is one EVALSHA of a script
-// written for this package (scripts.go); a script's SHA-1 is computed locally and a NOSCRIPT reply is handled by
-// package conn.
+// written for this package (Scripts lists each with its keys, arguments and replies); a script's SHA-1 is computed
+// locally and a NOSCRIPT reply is handled by package conn.
 //
 // Auxiliary keys and channels carry the name as a Redis Cluster hash tag, by Redisson's rule: prefix:{name}, or
 // prefix:name when the name already contains "{" (names.go). On a cluster, a lock whose name contains "{" without

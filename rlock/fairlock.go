@@ -7,6 +7,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // DefaultFairWaiterTimeout is how long a fair-lock waiter without a wait bound (Lock, LockLease) stays in the
@@ -83,7 +84,7 @@ func (l *FairLock) Name() string { return l.name }
 // The fair lock's rules: the server orders the waiters; each waits on its own channel, which says it is its turn.
 
 func (l *FairLock) attempt(lc *lockCall) (*conn.Script, []string, []string) {
-	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), unlockMessage, l.c.pub()}
+	return fairAcquireScript, l.fkeys, []string{lc.leaseArg(), lc.owner, l.deadlineArg(lc), scripts.UnlockMessage, l.c.pub()}
 }
 
 func (l *FairLock) decode(v resp.Value, err error) outcome {
@@ -103,13 +104,15 @@ func (l *FairLock) channel(lc *lockCall) string { return l.fkeys[3] + ":" + lc.o
 
 func (l *FairLock) wait(lc *lockCall) { lc.rule = wakeAll }
 
+func (l *FairLock) ops() *acquireOps { return fairOps }
+
 // left takes a waiter that gave up out of the server's queue (a try without waiting never joined it).
 func (l *FairLock) left(lc *lockCall) {
 	if lc.noWait || l.c.closed.Load() {
 		return
 	}
 	owner := lc.owner
-	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, unlockMessage, l.c.pub()}}).
+	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, scripts.UnlockMessage, l.c.pub()}}).
 		OnComplete(func(_ resp.Value, err error) {
 			if err != nil && !l.c.closed.Load() {
 				l.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
@@ -135,32 +138,26 @@ func (l *FairLock) deadlineArg(lc *lockCall) string {
 // error; the waiter leaves the queue and a grant that raced with it is released). With a held context of the same
 // owner it re-enters without queueing. Safe for concurrent use.
 func (l *FairLock) Lock(ctx context.Context) (context.Context, error) {
-	return l.lock(ctx, "FairLock.Lock", -1, 0)
+	return l.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return l.lockAsync(ctx, "FairLock.LockAsync", -1, 0)
+	return l.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease acquires the lock in turn for a fixed lease (at least 1 ms, no watchdog). It blocks like Lock.
 func (l *FairLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("FairLock.LockLease", lease); err != nil {
-		return nil, err
-	}
-	return l.lock(ctx, "FairLock.LockLease", -1, lease)
+	return l.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("FairLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return l.lockAsync(ctx, "FairLock.LockLeaseAsync", -1, lease)
+	return l.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock acquires the lock in turn if it can within wait, with lease (0: the watchdog). With wait 0 it makes one
@@ -168,20 +165,14 @@ func (l *FairLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *fut
 // the wait ran out (the waiter has left the queue), ctx's error when ctx ended first, an *OutcomeUnknownError as
 // Lock.TryLock.
 func (l *FairLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("FairLock.TryLock", wait); err != nil {
-		return nil, err
-	}
-	return l.lock(ctx, "FairLock.TryLock", wait, lease)
+	return l.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FairLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("FairLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return l.lockAsync(ctx, "FairLock.TryLockAsync", wait, lease)
+	return l.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases one hold of the owner held carries; the last one deletes the lock and wakes the head waiter. It waits
@@ -209,7 +200,7 @@ func (l *FairLock) ForceUnlock(ctx context.Context) (bool, error) {
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *FairLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FairLock.ForceUnlock",
-		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{unlockMessage, l.c.pub()}})
+		conn.Cmd{Script: fairForceUnlockScript, Keys: l.fkeys, Args: []string{scripts.UnlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
@@ -228,7 +219,7 @@ func (l *FairLock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *FairLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	return future.Then(l.holdCount(held, "FairLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
+	return l.isHeldBy(held, "FairLock.IsHeldBy")
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). Bounded like IsHeldBy.

@@ -5,14 +5,15 @@ import (
 	"testing"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 func TestFairAcquireScriptGrantsReentersAndNeverQueuesANoWaitTry(t *testing.T) {
 	s := newScriptServer(t)
 	k := fairKeys("fair")
-	wantBulk(t, "grant", s.eval(fairAcquireSrc, k, "5000", ownerA, "10000", "0"), "1")
-	wantBulk(t, "re-entry", s.eval(fairAcquireSrc, k, "5000", ownerA, "10000", "0"), "2")
-	wantIntIn(t, "no-wait try", s.eval(fairAcquireSrc, k, "5000", ownerB, "0", "0"), 1, 5000)
+	wantBulk(t, "grant", s.eval(scripts.FairLockAcquire, k, "5000", ownerA, "10000", "0"), "1")
+	wantBulk(t, "re-entry", s.eval(scripts.FairLockAcquire, k, "5000", ownerA, "10000", "0"), "2")
+	wantIntIn(t, "no-wait try", s.eval(scripts.FairLockAcquire, k, "5000", ownerB, "0", "0"), 1, 5000)
 	if n := s.int("EXISTS", k[1], k[2]); n != 0 {
 		t.Fatalf("a try without waiting was queued (%d keys)", n)
 	}
@@ -24,13 +25,13 @@ func TestFairAcquireScriptGrantsReentersAndNeverQueuesANoWaitTry(t *testing.T) {
 func TestFairAcquireScriptQueuesInArrivalOrderWithServerDeadlines(t *testing.T) {
 	s := newScriptServer(t)
 	k := fairKeys("fair")
-	s.eval(fairAcquireSrc, k, "5000", ownerA, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerA, "10000", "0")
 
 	before := s.millis()
 	// The head waiter is told the lock's PTTL; waiters behind it the time to the head's deadline.
-	wantIntIn(t, "B (head)", s.eval(fairAcquireSrc, k, "5000", ownerB, "10000", "0"), 1, 5000)
-	wantIntIn(t, "C", s.eval(fairAcquireSrc, k, "5000", ownerC, "60000", "0"), 9000, 10000)
-	wantIntIn(t, "D", s.eval(fairAcquireSrc, k, "5000", ownerD, "3000", "0"), 9000, 10000)
+	wantIntIn(t, "B (head)", s.eval(scripts.FairLockAcquire, k, "5000", ownerB, "10000", "0"), 1, 5000)
+	wantIntIn(t, "C", s.eval(scripts.FairLockAcquire, k, "5000", ownerC, "60000", "0"), 9000, 10000)
+	wantIntIn(t, "D", s.eval(scripts.FairLockAcquire, k, "5000", ownerD, "3000", "0"), 9000, 10000)
 	after := s.millis()
 	if q := s.strs("LRANGE", k[1], "0", "-1"); len(q) != 3 || q[0] != ownerB || q[1] != ownerC || q[2] != ownerD {
 		t.Fatalf("queue %v, want B C D", q)
@@ -42,7 +43,7 @@ func TestFairAcquireScriptQueuesInArrivalOrderWithServerDeadlines(t *testing.T) 
 		}
 	}
 	// An attempt of a queued waiter refreshes its deadline and keeps its place.
-	s.eval(fairAcquireSrc, k, "5000", ownerC, "90000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerC, "90000", "0")
 	if d := s.score(k[2], ownerC); d < before+90000 {
 		t.Fatalf("deadline of C not refreshed: %d", d)
 	}
@@ -56,26 +57,26 @@ func TestFairReleaseScriptWakesOnlyTheHeadWaiter(t *testing.T) {
 	k := fairKeys("fair")
 	chB, chC := k[3]+":"+ownerB, k[3]+":"+ownerC
 	sub := s.subscribe(chB, chC)
-	s.eval(fairAcquireSrc, k, "5000", ownerA, "10000", "0")
-	s.eval(fairAcquireSrc, k, "5000", ownerA, "10000", "0")
-	s.eval(fairAcquireSrc, k, "5000", ownerB, "10000", "0")
-	s.eval(fairAcquireSrc, k, "5000", ownerC, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerA, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerA, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerB, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerC, "10000", "0")
 
-	wantNil(t, "not the owner", s.eval(fairReleaseSrc, k, ownerB, "0", "5000", "0"))
-	wantInt(t, "count mismatch", s.eval(fairReleaseSrc, k, ownerA, "1", "5000", "0"), -2)
-	wantInt(t, "partial", s.eval(fairReleaseSrc, k, ownerA, "2", "5000", "0"), 0)
+	wantNil(t, "not the owner", s.eval(scripts.FairLockRelease, k, ownerB, "0", "5000", "0"))
+	wantInt(t, "count mismatch", s.eval(scripts.FairLockRelease, k, ownerA, "1", "5000", "0"), -2)
+	wantInt(t, "partial", s.eval(scripts.FairLockRelease, k, ownerA, "2", "5000", "0"), 0)
 	sub.quiet(chB)
-	wantInt(t, "last", s.eval(fairReleaseSrc, k, ownerA, "1", "5000", "0"), 1)
+	wantInt(t, "last", s.eval(scripts.FairLockRelease, k, ownerA, "1", "5000", "0"), 1)
 	sub.want(chB, "0")
 	sub.quiet(chC)
 
 	// C tries before B (it missed nothing, it is just early): refused, and B, the head, is nudged.
-	wantIntIn(t, "C while B is head", s.eval(fairAcquireSrc, k, "5000", ownerC, "10000", "0"), 9000, 10000)
+	wantIntIn(t, "C while B is head", s.eval(scripts.FairLockAcquire, k, "5000", ownerC, "10000", "0"), 9000, 10000)
 	sub.want(chB, "0")
 	// A no-wait try of a newcomer cannot take the free lock from the queue either.
-	wantIntIn(t, "newcomer", s.eval(fairAcquireSrc, k, "5000", ownerD, "0", "0"), 1, 10000)
+	wantIntIn(t, "newcomer", s.eval(scripts.FairLockAcquire, k, "5000", ownerD, "0", "0"), 1, 10000)
 	sub.want(chB, "0")
-	wantBulk(t, "B", s.eval(fairAcquireSrc, k, "5000", ownerB, "10000", "0"), "1")
+	wantBulk(t, "B", s.eval(scripts.FairLockAcquire, k, "5000", ownerB, "10000", "0"), "1")
 	if q := s.strs("LRANGE", k[1], "0", "-1"); len(q) != 1 || q[0] != ownerC {
 		t.Fatalf("queue %v, want C", q)
 	}
@@ -89,19 +90,19 @@ func TestFairScriptsDropWaitersPastTheirDeadline(t *testing.T) {
 	k := fairKeys("fair")
 	chC := k[3] + ":" + ownerC
 	sub := s.subscribe(chC)
-	s.eval(fairAcquireSrc, k, "5000", ownerA, "10000", "0")
-	s.eval(fairAcquireSrc, k, "5000", ownerB, "10000", "0")
-	s.eval(fairAcquireSrc, k, "5000", ownerC, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerA, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerB, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "5000", ownerC, "10000", "0")
 	// B's process died: its deadline passes (set in the past here rather than waited for).
 	s.do("ZADD", k[2], strconv.FormatInt(s.millis()-1, 10), ownerB)
 
 	// The release drops B and wakes C.
-	wantInt(t, "release", s.eval(fairReleaseSrc, k, ownerA, "1", "5000", "0"), 1)
+	wantInt(t, "release", s.eval(scripts.FairLockRelease, k, ownerA, "1", "5000", "0"), 1)
 	sub.want(chC, "0")
 	if q := s.strs("LRANGE", k[1], "0", "-1"); len(q) != 1 || q[0] != ownerC {
 		t.Fatalf("queue %v, want C", q)
 	}
-	wantBulk(t, "C", s.eval(fairAcquireSrc, k, "5000", ownerC, "10000", "0"), "1")
+	wantBulk(t, "C", s.eval(scripts.FairLockAcquire, k, "5000", ownerC, "10000", "0"), "1")
 	if n := s.int("EXISTS", k[1], k[2]); n != 0 {
 		t.Fatalf("queue keys left: %d", n)
 	}
@@ -112,29 +113,29 @@ func TestFairLeaveScriptRemovesTheWaiterAndWakesTheNextHead(t *testing.T) {
 	k := fairKeys("fair")
 	chC, chD := k[3]+":"+ownerC, k[3]+":"+ownerD
 	sub := s.subscribe(chC, chD)
-	s.eval(fairAcquireSrc, k, "100000", ownerA, "10000", "0")
+	s.eval(scripts.FairLockAcquire, k, "100000", ownerA, "10000", "0")
 	for _, o := range []string{ownerB, ownerC, ownerD} {
-		s.eval(fairAcquireSrc, k, "5000", o, "10000", "0")
+		s.eval(scripts.FairLockAcquire, k, "5000", o, "10000", "0")
 	}
 	dC, dD := s.score(k[2], ownerC), s.score(k[2], ownerD)
 	// C gives up while the lock is held: nobody is woken, and the others' deadlines stay as they were.
-	wantInt(t, "C leaves", s.eval(fairLeaveSrc, k, ownerC, "0"), 1)
+	wantInt(t, "C leaves", s.eval(scripts.FairLockLeave, k, ownerC, "0"), 1)
 	sub.quiet(chD)
 	if s.score(k[2], ownerC) != -1 || s.score(k[2], ownerD) != dD || dC <= 0 {
 		t.Fatalf("deadlines after C left: C %d D %d (was %d)", s.score(k[2], ownerC), s.score(k[2], ownerD), dD)
 	}
-	wantInt(t, "C again", s.eval(fairLeaveSrc, k, ownerC, "0"), 0)
+	wantInt(t, "C again", s.eval(scripts.FairLockLeave, k, ownerC, "0"), 0)
 	// The lock goes; B, the head, gives up: D is woken at once.
 	s.do("DEL", "fair")
-	wantInt(t, "B leaves", s.eval(fairLeaveSrc, k, ownerB, "0"), 1)
+	wantInt(t, "B leaves", s.eval(scripts.FairLockLeave, k, ownerB, "0"), 1)
 	sub.want(chD, "0")
 	if q := s.strs("LRANGE", k[1], "0", "-1"); len(q) != 1 || q[0] != ownerD {
 		t.Fatalf("queue %v, want D", q)
 	}
 	// Force unlock wakes the head too.
 	s.do("HSET", "fair", ownerA, "1")
-	wantInt(t, "force", s.eval(fairForceUnlockSrc, k, "0"), 1)
+	wantInt(t, "force", s.eval(scripts.FairLockForceUnlock, k, "0"), 1)
 	sub.want(chD, "0")
-	r := s.eval(fairForceUnlockSrc, k, "0")
+	r := s.eval(scripts.FairLockForceUnlock, k, "0")
 	wantReply(t, "force again", r, redistest.KindInt, "0")
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // FencedLock is Redisson's RFencedLock: a reentrant lock (the plain lock's HASH and unlock channel, so it excludes
@@ -73,6 +74,8 @@ func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.serverQueue = wakeOne, tru
 
 func (l *FencedLock) left(*lockCall) {}
 
+func (l *FencedLock) ops() *acquireOps { return fencedOps }
+
 // decodeFenced decodes the fenced acquire's reply: an array of two integers {hold count, token}, both at least 1,
 // is a grant; an integer is a refusal (the lock's PTTL). Anything else is an error, never a grant: a token that
 // is not the one the server counted would defeat the fencing.
@@ -89,8 +92,13 @@ func decodeFenced(v resp.Value) outcome {
 	return outcome{err: &resp.TypeError{Want: "{hold count, token} or PTTL", Got: v.Type}}
 }
 
-func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Duration) (context.Context, int64, error) {
-	if err := inCallback(); err != nil {
+// sync is lockObject.lock returning the grant's token too: a blocking acquire of form.
+func (l *FencedLock) sync(ctx context.Context, form acquireForm, wait, lease time.Duration) (context.Context, int64, error) {
+	op, err := l.opOf(form, false, wait, lease)
+	if err == nil {
+		err = inCallback()
+	}
+	if err != nil {
 		return nil, 0, err
 	}
 	lc, f := l.acquire(ctx, op, wait, lease, false)
@@ -105,7 +113,12 @@ func (l *FencedLock) sync(ctx context.Context, op string, wait, lease time.Durat
 	return held, lc.token, nil
 }
 
-func (l *FencedLock) async(ctx context.Context, op string, wait, lease time.Duration) *future.Future[Fence] {
+// async is lockObject.lockAsync completing with the grant's token too: an async acquire of form.
+func (l *FencedLock) async(ctx context.Context, form acquireForm, wait, lease time.Duration) *future.Future[Fence] {
+	op, err := l.opOf(form, true, wait, lease)
+	if err != nil {
+		return future.Completed(Fence{}, err)
+	}
 	lc, f := l.acquire(ctx, op, wait, lease, true)
 	return future.Then(f, func(held context.Context, err error) (Fence, error) {
 		if err != nil {
@@ -118,53 +131,41 @@ func (l *FencedLock) async(ctx context.Context, op string, wait, lease time.Dura
 // Lock acquires the lock with the watchdog and returns the held context and this acquire's token. It blocks until
 // the lock is held or ctx ends (then ctx's error; a grant that raced with it is released). Safe for concurrent use.
 func (l *FencedLock) Lock(ctx context.Context) (context.Context, int64, error) {
-	return l.sync(ctx, "FencedLock.Lock", -1, 0)
+	return l.sync(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockAsync(ctx context.Context) *future.Future[Fence] {
-	return l.async(ctx, "FencedLock.LockAsync", -1, 0)
+	return l.async(ctx, formLock, -1, 0)
 }
 
 // LockLease acquires the lock for a fixed lease (at least 1 ms, no watchdog) and returns the held context and
 // token. It blocks like Lock.
 func (l *FencedLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, int64, error) {
-	if err := leaseFormError("FencedLock.LockLease", lease); err != nil {
-		return nil, 0, err
-	}
-	return l.sync(ctx, "FencedLock.LockLease", -1, lease)
+	return l.sync(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[Fence] {
-	if err := leaseFormError("FencedLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed(Fence{}, err)
-	}
-	return l.async(ctx, "FencedLock.LockLeaseAsync", -1, lease)
+	return l.async(ctx, formLockLease, -1, lease)
 }
 
 // TryLock acquires the lock if it can within wait (0: one attempt) with lease (0: the watchdog) and returns the
 // held context and token; ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, an
 // *OutcomeUnknownError as Lock.TryLock.
 func (l *FencedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, int64, error) {
-	if err := tryFormError("FencedLock.TryLock", wait); err != nil {
-		return nil, 0, err
-	}
-	return l.sync(ctx, "FencedLock.TryLock", wait, lease)
+	return l.sync(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *FencedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[Fence] {
-	if err := tryFormError("FencedLock.TryLockAsync", wait); err != nil {
-		return future.Completed(Fence{}, err)
-	}
-	return l.async(ctx, "FencedLock.TryLockAsync", wait, lease)
+	return l.async(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases one hold of the owner held carries; the last one deletes the lock and publishes the unlock message
@@ -205,7 +206,7 @@ func (l *FencedLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "FencedLock.ForceUnlock",
 		conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
-			Args: []string{unlockMessage, l.c.pub()}})
+			Args: []string{scripts.UnlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
@@ -237,7 +238,7 @@ func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *FencedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	return future.Then(l.holdCount(held, "FencedLock.IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
+	return l.isHeldBy(held, "FencedLock.IsHeldBy")
 }
 
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until

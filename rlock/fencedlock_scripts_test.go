@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 func fencedKeys(name string) []string {
@@ -12,7 +13,7 @@ func fencedKeys(name string) []string {
 
 // fencedTry is a fenced acquire without waiting (never queued).
 func fencedTry(s *scriptServer, keys []string, lease, owner string) redistest.Reply {
-	return s.eval(fencedAcquireSrc, keys, lease, owner, "")
+	return s.eval(scripts.FencedLockAcquire, keys, lease, owner, "")
 }
 
 func TestFencedAcquireScriptIncrementsTheTokenOnEveryGrant(t *testing.T) {
@@ -50,7 +51,7 @@ func TestFencedAcquireScriptIncrementsTheTokenOnEveryGrant(t *testing.T) {
 	}
 	// Released by the plain release, the next owner gets the next token.
 	for range 4 {
-		s.eval(releaseSrc, plainKeysOf("fenced"), ownerA, "0", "5000")
+		s.eval(scripts.LockRelease, plainKeysOf("fenced"), ownerA, "0", "5000")
 	}
 	if s.int("EXISTS", "fenced") != 0 {
 		t.Fatal("lock still exists after four releases")
@@ -61,14 +62,14 @@ func TestFencedAcquireScriptIncrementsTheTokenOnEveryGrant(t *testing.T) {
 	}
 	// A counter lost (a restart without persistence) is seeded again from the clock: later tokens stay larger.
 	s.do("DEL", keys[numPlainKeys])
-	s.eval(releaseSrc, plainKeysOf("fenced"), ownerB, "0", "5000")
+	s.eval(scripts.LockRelease, plainKeysOf("fenced"), ownerB, "0", "5000")
 	r = fencedTry(s, keys, "5000", ownerC)
 	if r.Kind != redistest.KindArray || r.Array[1].Int <= first+4 {
 		t.Fatalf("grant after the counter was lost: %s, want a token above %d", r, first+4)
 	}
 	// A counter Redisson started from 1 is incremented as it is.
 	s.do("SET", keys[numPlainKeys], "41")
-	s.eval(releaseSrc, plainKeysOf("fenced"), ownerC, "0", "5000")
+	s.eval(scripts.LockRelease, plainKeysOf("fenced"), ownerC, "0", "5000")
 	if r := fencedTry(s, keys, "5000", ownerA); r.Kind != redistest.KindArray || r.Array[1].Int != 42 {
 		t.Fatalf("grant over an existing counter: %s, want token 42", r)
 	}

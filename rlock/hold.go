@@ -56,17 +56,17 @@ type holdKey struct{ name, field string }
 // hold is one lock held by one owner through this client, whatever the kind of lock: Redisson's ExpirationEntry,
 // and the held context the acquire returned (the hold is that context: see Err).
 //
-// Memory is the point of its layout (the requirement: at most 0.5 KB of client heap per held watchdog lock). A held lock
-// costs this struct (128 bytes: keep it there), the owner string, one timer.Timeout (64 B) and a map entry; no
-// goroutine, and no channel or cancel context until someone asks the held context for them (Done, context.Cause,
-// a context derived from it: see canceller), which then costs the context.WithCancelCause pair made over the hold
-// (the cancelCtx and its cancel func, 96 B) and a 24 B box. Making that pair at every grant cost 96 B of the ~440 B
-// a held lock took (BenchmarkW3), for holders that mostly only check Err. The hold, seen as holdValues, is the
-// parent of that cancel context (a context without cancellation that carries the owner and the acquiring
-// context's values), so no extra value context is needed, and it is the timer Task of its own timeout, so
-// scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in what would
-// otherwise be padding. The release in flight (releasing) fills the struct's last 8 bytes: a shard map kept it
-// before, at two map operations per Unlock.
+// Memory is the point of its layout (the requirement: at most 0.5 KB of client heap per held watchdog lock). A held
+// lock costs this struct (128 bytes: keep it there), the owner string, one timer.Timeout (64 B) and a map entry; no
+// goroutine, and no channel or cancel context until someone asks the held context for them (Done, context.Cause, a
+// context derived from it: see canceller), which then costs the context.WithCancelCause pair made over the hold (the
+// cancelCtx and its cancel func, 96 B) and a 24 B box. Making that pair at every grant cost 96 B of the ~440 B a held
+// lock took (integration's BenchmarkHeldUnderWatchdog), for holders that mostly only check Err. The hold, seen as
+// holdValues, is the parent of that cancel context (a context without cancellation that carries the owner and the
+// acquiring context's values), so no extra value context is needed, and it is the timer Task of its own timeout, so
+// scheduling allocates nothing more. What differs between kinds of locks is the kind, one byte in what would otherwise
+// be padding. The release in flight (releasing) fills the struct's last 8 bytes: a shard map kept it before, at two map
+// operations per Unlock.
 type hold struct {
 	c      *Client
 	name   string

@@ -29,7 +29,7 @@ func newTestHold(parent context.Context, lease time.Duration) *hold {
 }
 
 // The held context: the acquiring context's values, not its cancellation; a cause when cancelled; and contexts
-// derived from it start no goroutine (issue 5: no goroutine per lock, ever).
+// derived from it start no goroutine (the requirement: no goroutine per lock, ever).
 func TestHeldContext(t *testing.T) {
 	parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	h := newTestHold(parent, time.Hour)
@@ -224,8 +224,8 @@ func TestHeldContextEndRacesWithItsCancelContext(t *testing.T) {
 }
 
 // Memory budgets of the hot structures, on 64-bit platforms. A held lock costs its hold plus its timeout, owner
-// string and map entry, and its cancel context only once asked for (issue 5, W3: at most 0.5 KB of client heap per
-// held lock, measured 440-470 B with the cancel context made at every grant, 340-380 B without), so the hold must
+// string and map entry, and its cancel context only once asked for (the requirement: at most 0.5 KB of client heap
+// per held lock, measured 440-470 B with the cancel context made at every grant, 340-380 B without), so the hold must
 // stay in the 128-byte size class; and every async acquire allocates one lockCall, which must stay in the 320-byte
 // class the plain lock's waiter had before the engine was shared with the lock family. A blocking call's carries
 // the relay its Get drives (syncLockCall, syncUnlockOp), one size class up at most.

@@ -33,7 +33,7 @@ func (l *Lock) Name() string { return l.name }
 // holds this lock, the call re-enters it (hold count + 1) and returns the context of that hold; a re-entry whose
 // outcome is unknown leaves the hold count as it was.
 func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
-	return l.lock(ctx, "Lock", -1, 0)
+	return l.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock: it returns at once with a future completed with the held context.
@@ -58,27 +58,21 @@ func (l *Lock) Lock(ctx context.Context) (context.Context, error) {
 //		})
 //	}
 func (l *Lock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return l.lockAsync(ctx, "LockAsync", -1, 0)
+	return l.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease acquires the lock for a fixed lease, without the watchdog: the lock ends on the server when the lease
 // runs out, and the held context is cancelled with ErrLeaseExpired just before that. lease must be at least 1 ms.
 // It blocks like Lock.
 func (l *Lock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("LockLease", lease); err != nil {
-		return nil, err
-	}
-	return l.lock(ctx, "LockLease", -1, lease)
+	return l.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *Lock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return l.lockAsync(ctx, "LockLeaseAsync", -1, lease)
+	return l.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock acquires the lock if it can within wait: wait 0 makes one attempt. lease 0 takes the watchdog, a
@@ -86,20 +80,14 @@ func (l *Lock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.
 // ctx's error when ctx ended first; otherwise as Lock. A wait that runs out while an attempt is in flight waits up
 // to 250 ms for its reply; without one, it returns an *OutcomeUnknownError, never ErrNotAcquired.
 func (l *Lock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("TryLock", wait); err != nil {
-		return nil, err
-	}
-	return l.lock(ctx, "TryLock", wait, lease)
+	return l.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (l *Lock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return l.lockAsync(ctx, "TryLockAsync", wait, lease)
+	return l.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases one hold of the lock by the owner that held carries (the context an acquire returned, or one

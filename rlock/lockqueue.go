@@ -9,9 +9,10 @@ import (
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
-// The client side of the plain lock's queue of waiters (lockqueue_scripts.go has the server side and its layout).
+// The client side of the plain lock's queue of waiters (rlock/internal/scripts, lock.go, has the server side and its layout).
 //
 // Why a queue on the server. A lock is contended between processes, or a sync.Mutex would do. When every waiting
 // process learns of a release from the lock's channel, every release wakes one waiter in every process: they all
@@ -29,25 +30,22 @@ import (
 // A waiter keeps its entry alive by attempting again every refresh interval (a third of the liveness window, or of
 // its lease when shorter); an entry nobody refreshed for the liveness window is dropped by the next script that
 // looks at the head, so a waiter whose process died blocks the others for at most that window. A waiter that gives
-// up takes its entry out (leaveSrc), and releases the lock if it was granted in the meantime. A grant message that
+// up takes its entry out (scripts.LockLeave), and releases the lock if it was granted in the meantime. A grant message that
 // is lost (the subscription was down) costs the waiter at most its refresh interval: its next attempt finds the
-// hold and claims it instead of re-entering it (acquireSrc, ARGV[5]).
+// hold and claims it instead of re-entering it (scripts.LockAcquire, the claim flag of its spec).
 
 // Timing of the queue. The liveness window is also the lease of a watchdog lock handed to a waiter (the watchdog's
 // first renewal follows within a third of it), so that a grant to a waiter whose process died in the meantime
 // keeps the lock for at most the window, not the whole watchdog timeout.
 const (
-	queueLiveness = 5 * time.Second
+	queueLiveness = scripts.QueueLiveness
 	// queueLinger is how long a client keeps a lock's subscriptions after its last local waiter left: a process
 	// whose goroutine waits again right after each hold (a contended loop) keeps them instead of subscribing and
 	// unsubscribing around every wait.
 	queueLinger = time.Second
 )
 
-// queueLivenessMillis is queueLiveness as the scripts read it.
-var queueLivenessMillis = strconv.FormatInt(queueLiveness.Milliseconds(), 10)
-
-// wakeSpecs are the specs (see lockqueue_scripts.go) of a waiter that takes the lock with its own attempt (a fenced
+// wakeSpecs are the specs (see scripts.LockAcquire) of a waiter that takes the lock with its own attempt (a fenced
 // lock's, or any plain waiter while grants wait for replicas), with its flag "0" and "1": its entry kind is 'w',
 // only woken, never granted by someone else, so its lease is unused.
 var wakeSpecs = specsOf("w0")
@@ -75,7 +73,7 @@ func (lc *lockCall) initQueueCall(own owner) {
 	lc.wakeOnly = lc.lo.rules != nil || c.synced()
 }
 
-// specArg is the call's spec (ARGV[3] of its attempts and its leave; see lockqueue_scripts.go) with flag: "" for a
+// specArg is the call's spec (ARGV[3] of its attempts and its leave; see scripts.LockAcquire) with flag: "" for a
 // try, or a call that waits without a place in the queue, which are never queued. A call whose nonce is its
 // owner's id (the common case) gets a cached string; a minted nonce makes one.
 func (lc *lockCall) specArg(flag bool) string {
@@ -159,7 +157,7 @@ func (lc *lockCall) refreshEvery() time.Duration {
 }
 
 // attemptSpec is the spec of an attempt of lc: its flag says, once the call has been queued, that a grant made to
-// it is claimed (see acquireSrc). Called without the shard mutex, after the attempt began (queued is written
+// it is claimed (see scripts.LockAcquire). Called without the shard mutex, after the attempt began (queued is written
 // before).
 func (lc *lockCall) attemptSpec() string { return lc.specArg(lc.queued) }
 
@@ -167,7 +165,7 @@ func (lc *lockCall) attemptSpec() string { return lc.specArg(lc.queued) }
 // its refresh interval; a waiter behind it only for its refresh.
 func (lc *lockCall) queuedRefusal(ms int64) outcome {
 	every := lc.refreshEvery()
-	if ms == queuedNotHead {
+	if ms == scripts.QueuedNotHead {
 		return outcome{bound: every, queued: true}
 	}
 	return outcome{bound: min(ttlBound(ms), every), queued: true}

@@ -3,26 +3,26 @@ package rlock
 import (
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // A grant to an owner that other calls may share (a nonce that is not the owner's id: an owner pinned with
 // WithOwner, as every MultiLock and RedLock pins one) is recorded in the queue's deadline set. The grantee may
 // never claim it (the release's reply told its client), so the record must not outlive the queue: once the
-// queue is empty, the set expires after markerMillis.
+// queue is empty, the set expires after twice the queue liveness (the set's marker lifetime).
 
 // queueAttemptWithNonce is queueAttempt with an explicit nonce.
 func queueAttemptWithNonce(srv *scriptServer, name, owner, nonce string, claim bool) redistest.Reply {
-	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner,
+	return srv.eval(scripts.LockAcquire, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner,
 		specOf("g10000", claim, nonce))
 }
 
-// wantMarkerTTL checks that the deadline set of the lock called name expires within markerMillis.
+// wantMarkerTTL checks that the deadline set of the lock called name expires within twice the queue liveness.
 func wantMarkerTTL(t *testing.T, srv *scriptServer, name string) {
 	t.Helper()
-	srv.wantPTTL(plainKeysOf(name)[keyDeadlines], time.Duration(mustAtoi(t, markerMillis))*time.Millisecond)
+	srv.wantPTTL(plainKeysOf(name)[keyDeadlines], 2*scripts.QueueLiveness)
 }
 
 func TestAGrantRecordLeftWithAnEmptyQueueExpires(t *testing.T) {
@@ -68,7 +68,7 @@ func TestAGrantRecordWithWaitersLeftKeepsTheSet(t *testing.T) {
 	keys := plainKeysOf("lock")
 	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
 	queueAttemptWithNonce(srv, "lock", ownerC, "88", false)
-	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, "g10000", false), queuedNotHead)
+	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, "g10000", false), scripts.QueuedNotHead)
 	wantInt(t, "A's release hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
 	if ttl := srv.int("PTTL", keys[keyDeadlines]); ttl != -1 {
 		t.Fatalf("the deadline set with B still queued has PTTL %d, want none", ttl)

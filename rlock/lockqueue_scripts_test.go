@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // The plain lock's queue of waiters, script by script, against a real server. ownerA and ownerB share a client
@@ -17,15 +18,15 @@ const queueLease = 30 * time.Second
 // queueAttempt is an attempt that queues the caller when refused: entry kind k ("g<ms>" or "w0"), its nonce the
 // owner's id.
 func queueAttempt(srv *scriptServer, name, owner, k string, claim bool) redistest.Reply {
-	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner,
+	return srv.eval(scripts.LockAcquire, plainKeysOf(name), strconv.FormatInt(queueLease.Milliseconds(), 10), owner,
 		specOf(k, claim, ""))
 }
 
 func leaveRaw(srv *scriptServer, name, owner, k string, claim bool) redistest.Reply {
-	return srv.eval(leaveSrc, plainKeysOf(name), "0", owner, specOf(k, claim, ""))
+	return srv.eval(scripts.LockLeave, plainKeysOf(name), "0", owner, specOf(k, claim, ""))
 }
 
-// specOf is the spec (see lockqueue_scripts.go) of entry kind k with flag and nonce.
+// specOf is the spec (see scripts.LockAcquire) of entry kind k with flag and nonce.
 func specOf(k string, flag bool, nonce string) string {
 	f := "0"
 	if flag {
@@ -34,7 +35,7 @@ func specOf(k string, flag bool, nonce string) string {
 	return k + ":" + f + ":" + nonce
 }
 
-// entryOf is the queue entry acquireSrc builds for owner with kind k and no explicit nonce.
+// entryOf is the queue entry scripts.LockAcquire builds for owner with kind k and no explicit nonce.
 func entryOf(owner, k string) string {
 	return k + ":" + owner[strings.LastIndexByte(owner, ':')+1:] + ":" + owner
 }
@@ -54,12 +55,12 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 	if r := queueAttempt(srv, "lock", ownerC, g, false); r.Kind != redistest.KindInt || r.Int <= 0 {
 		t.Fatalf("the head's refusal %s, want the lock's PTTL", r)
 	}
-	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, g, false), queuedNotHead)
+	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, g, false), scripts.QueuedNotHead)
 	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 2 || q[0] != entryOf(ownerC, g) || q[1] != entryOf(ownerB, g) {
 		t.Fatalf("queue %q", q)
 	}
 	// An attempt again refreshes the entry, it does not queue it twice.
-	wantInt(t, "B again", queueAttempt(srv, "lock", ownerB, g, true), queuedNotHead)
+	wantInt(t, "B again", queueAttempt(srv, "lock", ownerB, g, true), scripts.QueuedNotHead)
 	if n := srv.int("LLEN", keys[keyQueue]); n != 2 {
 		t.Fatalf("queue length %d after a refresh", n)
 	}
@@ -91,7 +92,7 @@ func TestQueuedAttemptsAreServedFirstComeFirstServedAcrossClients(t *testing.T) 
 	if n := srv.int("EXISTS", "lock", keys[keyQueue], keys[keyDeadlines]); n != 0 {
 		t.Fatalf("%d keys left after the last release", n)
 	}
-	if _, got := unlocks.message(); got != unlockMessage {
+	if _, got := unlocks.message(); got != scripts.UnlockMessage {
 		t.Fatalf("published %q", got)
 	}
 }
@@ -110,7 +111,7 @@ func TestReleaseToAWaiterOfTheSameClientAnswersItsNonce(t *testing.T) {
 
 // releaseNaming is a release of owner's single hold that names next, with spec, as the client's next waiter.
 func releaseNaming(srv *scriptServer, name, owner, next, spec string) redistest.Reply {
-	return srv.eval(releaseSrc, plainKeysOf(name), owner, "1", strconv.FormatInt(queueLease.Milliseconds(), 10), next,
+	return srv.eval(scripts.LockRelease, plainKeysOf(name), owner, "1", strconv.FormatInt(queueLease.Milliseconds(), 10), next,
 		spec)
 }
 
@@ -160,7 +161,7 @@ func TestChannelsAreDerivedFromTheQueueKeyForNamesWithAndWithoutBraces(t *testin
 		wantInt(t, "A releases to C", releaseRaw(t, srv, name, ownerA, 1, queueLease), 2)
 		grants.want(grantChannel(name, uuidOf(ownerC)), "g"+ownerC[strings.LastIndexByte(ownerC, ':')+1:])
 		wantInt(t, "C releases", releaseRaw(t, srv, name, ownerC, 1, queueLease), 1)
-		unlocks.want(channelName(name), unlockMessage)
+		unlocks.want(channelName(name), scripts.UnlockMessage)
 	}
 }
 
@@ -178,7 +179,7 @@ func TestAWaiterThatMustTakeTheLockItselfIsWokenNotGranted(t *testing.T) {
 		t.Fatal("a 'w' head was granted the lock")
 	}
 	// Somebody else's attempt on the free lock does not take it from the head: it wakes the head again.
-	wantInt(t, "B refused", queueAttempt(srv, "lock", ownerB, "g10000", false), queuedNotHead)
+	wantInt(t, "B refused", queueAttempt(srv, "lock", ownerB, "g10000", false), scripts.QueuedNotHead)
 	if _, got := grants.message(); got != "w7" {
 		t.Fatalf("C's client was told %q on B's attempt", got)
 	}
@@ -264,13 +265,13 @@ func TestALongRunOfHandOversLeavesAGapForClientsThatDoNotQueue(t *testing.T) {
 	if srv.score(keys[keyDeadlines], ":chain") < 0 {
 		t.Fatal("no run start recorded")
 	}
-	// The run has lasted past chainMillis: B's release frees the lock for a gap and tells the unlock channel.
+	// The run has lasted past scripts.RunBound: B's release frees the lock for a gap and tells the unlock channel.
 	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-2000, 10), ":chain")
 	wantInt(t, "release into a gap", releaseRaw(t, srv, "lock", ownerB, 1, queueLease), 1)
 	if n := srv.int("EXISTS", "lock"); n != 0 {
 		t.Fatal("the lock was handed over at the end of a long run")
 	}
-	if _, got := unlocks.message(); got != unlockMessage {
+	if _, got := unlocks.message(); got != scripts.UnlockMessage {
 		t.Fatalf("published %q", got)
 	}
 	// During the gap the queue's head is refused (bounded by the gap) and a client that does not queue (a
@@ -283,30 +284,8 @@ func TestALongRunOfHandOversLeavesAGapForClientsThatDoNotQueue(t *testing.T) {
   redis.call('hincrby', KEYS[1], ARGV[2], 1) redis.call('pexpire', KEYS[1], ARGV[1]) return nil end
 return redis.call('pttl', KEYS[1])`
 	const javaOwner = "1b4e28ba-2fa1-11d2-883f-0016d3cca427:1"
-	wantNil(t, "Redisson acquires in the gap", srv.eval(redisson, []string{"lock"}, "30000", javaOwner))
+	wantNil(t, "Redisson acquires in the gap", srv.eval(scripts.Script{Source: redisson}, []string{"lock"}, "30000", javaOwner))
 	if r := queueAttempt(srv, "lock", ownerC, "g10000", true); r.Kind != redistest.KindInt || r.Int <= 5 {
 		t.Fatalf("the head while Redisson holds: %s, want its PTTL", r)
 	}
-}
-
-func TestQueueTimingConstantsAgree(t *testing.T) {
-	if want := strconv.FormatInt(2*queueLiveness.Milliseconds(), 10); markerMillis != want {
-		t.Fatalf("markerMillis %s, want twice the liveness window: %s", markerMillis, want)
-	}
-}
-
-func TestRunBoundsAgreeWithTheQueues(t *testing.T) {
-	if runBound.Milliseconds() != mustAtoi(t, chainMillis) || runGap.Milliseconds() != mustAtoi(t, gapMillis) {
-		t.Fatalf("a client's run (%v, gap %v) and the queue's (%s ms, gap %s ms) differ", runBound, runGap,
-			chainMillis, gapMillis)
-	}
-}
-
-func mustAtoi(t *testing.T, s string) int64 {
-	t.Helper()
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

@@ -1,6 +1,10 @@
 package rlock
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
+)
 
 // Key and channel names, in Redisson's keyspace. Every object's auxiliary keys and channels carry the object's name
 // as a Redis Cluster hash tag ({name}), so that they hash to the object's slot and one script may touch them all.
@@ -47,12 +51,13 @@ const (
 	latchChannelPrefix = "redisson_countdownlatch__channel__"
 )
 
-// The names of the plain lock's queue of waiters, kept beside the lock in its hash slot (lockqueue_scripts.go).
-// They are this package's own (a Redisson client neither reads nor writes them), hence their prefix.
+// The names of the plain lock's queue of waiters, kept beside the lock in its hash slot. They are this package's
+// own (a Redisson client neither reads nor writes them), hence their prefix; the scripts derive a grant channel's
+// name from the queue's, so the scripts' package defines them.
 const (
-	lockQueuePrefix   = "locksmith_lock_queue"    // the queue of waiting entries
-	lockTimeoutPrefix = "locksmith_lock_timeout"  // the entries' deadlines
-	lockGrantPrefix   = "locksmith_lock__channel" // + ":<clientUUID>": a client's grant channel
+	lockQueuePrefix   = scripts.LockQueuePrefix   // the queue of waiting entries
+	lockTimeoutPrefix = scripts.LockTimeoutPrefix // the entries' deadlines
+	lockGrantPrefix   = scripts.LockGrantPrefix   // + ":<clientUUID>": a client's grant channel
 )
 
 // Positions in a plain-layout lock's keys (plainKeys): every script of the plain lock takes all four, in this order.

@@ -7,7 +7,7 @@ import (
 )
 
 // Ownership. Redisson identifies a holder as <clientUUID>:<threadId>. Go hides goroutine ids on purpose, so the
-// owner travels in the context instead (DESIGN.md, "Identity"): an acquire with a context that carries no owner
+// owner travels in the context instead: an acquire with a context that carries no owner
 // takes a new owner id from the client's counter, and the context it returns carries that owner, so acquiring again
 // with it re-enters, and Unlock with it releases. WithOwner pins an owner explicitly.
 

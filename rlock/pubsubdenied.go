@@ -3,11 +3,11 @@ package rlock
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // A Redis user without pub/sub permission. Waiting rests on two permissions of the Redis user: subscribing to an
@@ -15,9 +15,9 @@ import (
 // opening wakes them). Neither is needed for correctness — every wait is bounded (waiter.go) — but without them a
 // wake-up comes only at a waiter's bound. A refusal must never turn an operation that happened into a failure:
 //
-//   - Scripts publish with pcall (publishLua): a refused message does not abort the script after its writes, and
-//     the reply says what was refused (publishRefusedLua). published unwraps it, so that the caller acts on the
-//     script's own reply: a release that deleted the lock reports success.
+//   - Scripts publish with pcall (scripts.Publishes): a refused message does not abort the script after its writes,
+//     and the reply says what was refused. published unwraps it, so that the caller acts on the script's own
+//     reply: a release that deleted the lock reports success.
 //   - The refused message is delivered to this client's own waiters of that channel, as if it had arrived.
 //   - The first refusal of each kind (publish, subscribe) is logged once and reported once to the Observer
 //     (PubSubDenied). A refused subscription is retried at pubSubDeniedRetry, not at RetryDelay, and not logged
@@ -27,19 +27,16 @@ import (
 //     be found only at the waiter's bound — for a permit-expirable semaphore, when the earliest permit's lease
 //     ends, which may be hours.
 
-// publishes reports whether s is a script that publishes, whose reply may report a refused message.
-func publishes(s *conn.Script) bool { return strings.HasPrefix(s.Source(), publishLua) }
-
 // pubSubDeniedRetry is how often a subscription the server refused for want of permission is tried again: an ACL
 // fixed on the server is picked up within it, without a request every RetryDelay meanwhile.
 const pubSubDeniedRetry = 5 * time.Second
 
 // published returns the reply of a publishing script of the object name (whose shard is sh; nil: the client
 // finds it): v itself, or, when the server refused one of the script's messages, the script's own reply from
-// inside the refusal (publishRefusedLua), after dealing with the refusal. name may be "" when sh is given (the
+// inside the refusal (scripts.PublishRefusedMarker), after dealing with the refusal. name may be "" when sh is given (the
 // log then names the channel). It does not block; it is cheap when nothing was refused (one comparison).
 func (c *Client) published(sh *shard, name string, v resp.Value) resp.Value {
-	if v.Type != resp.Array || len(v.Elems) < 3 || v.Elems[0].Str != publishRefusedMarker {
+	if v.Type != resp.Array || len(v.Elems) < 3 || v.Elems[0].Str != scripts.PublishRefusedMarker {
 		return v
 	}
 	inner := resp.Value{Type: resp.BulkString, Null: true} // the script answered nil

@@ -3,7 +3,6 @@ package rlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -236,19 +235,5 @@ func TestWaitersOfAClientThatMetARefusalLookAgainEverySecond(t *testing.T) {
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("the waiter: %v (bounded at 20 s by its context; the permit's lease was a minute)", err)
-	}
-}
-
-// Every message a script sends goes through pub (publishLua), so that a refusal never aborts a script after its
-// writes: no script calls the publish command with redis.call.
-func TestScriptsPublishOnlyThroughPub(t *testing.T) {
-	for _, s := range Scripts() {
-		if strings.Contains(s.Source, "redis.call(publish") || strings.Contains(s.Source, "redis.call('publish'") ||
-			strings.Contains(s.Source, "redis.call('spublish'") {
-			t.Errorf("%s publishes with redis.call: use pub(channel, message)", s.Name)
-		}
-		if strings.Contains(s.Source, "pub(") != strings.HasPrefix(s.Source, publishLua) {
-			t.Errorf("%s: pub without the publishLua prelude, or the reverse", s.Name)
-		}
 	}
 }

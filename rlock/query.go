@@ -7,6 +7,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // Special results of RemainTimeToLive (and LockStatus.TTL), as Redis's PTTL reports them. They are not lengths of
@@ -47,7 +48,7 @@ func (l *Lock) ForceUnlock(ctx context.Context) (bool, error) {
 // ForceUnlockAsync is the asynchronous form of ForceUnlock. Local holds are dropped before it returns.
 func (l *Lock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	return l.forceUnlock(ctx, "ForceUnlock", conn.Cmd{Script: deletePublishScript, Keys: []string{l.name, channelName(l.name)},
-		Args: []string{unlockMessage, l.c.pub()}})
+		Args: []string{scripts.UnlockMessage, l.c.pub()}})
 }
 
 // IsLocked reports whether anyone holds the lock (EXISTS). It blocks until the server answers or ctx ends.
@@ -68,7 +69,7 @@ func (l *Lock) IsHeldBy(held context.Context) (bool, error) {
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
 func (l *Lock) IsHeldByAsync(held context.Context) *future.Future[bool] {
-	return future.Then(l.holdCount(held, "IsHeldBy"), func(n int, err error) (bool, error) { return n > 0, err })
+	return l.isHeldBy(held, "IsHeldBy")
 }
 
 // HoldCount returns how many holds the owner held carries has on the lock (HGET; 0 when none), Redisson's
@@ -138,6 +139,11 @@ func (lo *lockObject) holdCount(held context.Context, op string) *future.Future[
 			n, err := intReply(v, err)
 			return int(n), notLockError(lo.name, err)
 		})
+}
+
+// isHeldBy reports whether held's owner holds the lock (holdCount > 0).
+func (lo *lockObject) isHeldBy(held context.Context, op string) *future.Future[bool] {
+	return future.Then(lo.holdCount(held, op), func(n int, err error) (bool, error) { return n > 0, err })
 }
 
 // remainTimeToLive asks the lock's PTTL, with TTLNoKey and TTLNoExpiry for the special answers.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
@@ -219,10 +220,10 @@ func (q *queue) closeLocked(ws []*waiter) []*waiter {
 }
 
 // takeNextLocked returns the waiter a final release of the plain lock by this client should name as its next
-// waiter (releaseSrc: granted in the same step when nobody of another client is queued), marked wGranting, or nil:
-// the head when it is idle and may be granted by someone else's script ('g' entry), unless the client's run of
-// such grants has lasted chainMillis. Then the release frees the lock (publishing the unlock message) and this
-// client's waiters hold back for gapMillis, so that a client that does not queue (Redisson) is never starved by a
+// waiter (scripts.LockRelease: granted in the same step when nobody of another client is queued), marked wGranting,
+// or nil: the head when it is idle and may be granted by someone else's script ('g' entry), unless the client's run
+// of such grants has lasted runBound. Then the release frees the lock (publishing the unlock message) and this
+// client's waiters hold back for runGap, so that a client that does not queue (Redisson) is never starved by a
 // run that never ends. Called with the shard mutex.
 func (q *queue) takeNextLocked() *lockCall {
 	w := q.head
@@ -261,11 +262,11 @@ func (q *queue) preferNextLocked() bool {
 // queued ahead of them. A process thus receives at most localRun+1 consecutive grants while another waits longer.
 const localRun = 8
 
-// The bound on a client's run of grants to its own waiters (takeNextLocked): the same as the queue's
-// (chainMillis, gapMillis in lockqueue_scripts.go).
+// The bound on a client's run of grants to its own waiters (takeNextLocked): the same as the queue's on the
+// server (scripts.RunBound, scripts.RunGap).
 const (
-	runBound = time.Second
-	runGap   = 5 * time.Millisecond
+	runBound = scripts.RunBound
+	runGap   = scripts.RunGap
 )
 
 // wakeLocked wakes waiters by the queue's rule after a message with payload (resubscribed: the subscription was
@@ -280,7 +281,7 @@ func (q *queue) wakeLocked(payload string, resubscribed bool) (one *waiter, more
 	case q.rule == wakeOne:
 		budget = -2
 	case resubscribed:
-	case q.rule == wakeRW && payload != rwWriteUnlockMessage:
+	case q.rule == wakeRW && payload != scripts.WriteUnlockMessage:
 		budget = -2
 	case q.rule == wakePermits:
 		if n, err := strconv.ParseInt(payload, 10, 64); err == nil {

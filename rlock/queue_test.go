@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 	"github.com/locksmith-go/locksmith/timer"
 )
 
@@ -117,12 +118,12 @@ func TestWakeOnASemaphoreChannelWakesWhomThePublishedPermitsCover(t *testing.T) 
 
 func TestWakeOnAReadWriteChannelWakesAllOnAWriteUnlockAndOneOtherwise(t *testing.T) {
 	q, ws := testQueue(wakeRW, []int64{1, 1, 1}, nil)
-	deliver(q, rwWriteUnlockMessage, conn.KindMessage)
+	deliver(q, scripts.WriteUnlockMessage, conn.KindMessage)
 	if sent, _ := woken(ws); len(sent) != 3 {
 		t.Fatalf("write unlock woke %v, want all", sent)
 	}
 	q, ws = testQueue(wakeRW, []int64{1, 1, 1}, nil)
-	deliver(q, unlockMessage, conn.KindMessage)
+	deliver(q, scripts.UnlockMessage, conn.KindMessage)
 	if sent, _ := woken(ws); len(sent) != 1 || sent[0] != 0 {
 		t.Fatalf("read unlock woke %v, want [0]", sent)
 	}
@@ -130,7 +131,7 @@ func TestWakeOnAReadWriteChannelWakesAllOnAWriteUnlockAndOneOtherwise(t *testing
 
 func TestWakeOnALatchChannelWakesEveryone(t *testing.T) {
 	q, ws := testQueue(wakeAll, []int64{1, 1, 1}, map[int]bool{1: true})
-	deliver(q, latchZeroMessage, conn.KindMessage)
+	deliver(q, scripts.LatchZeroMessage, conn.KindMessage)
 	if sent, again := woken(ws); len(sent) != 2 || len(again) != 1 || again[0] != 1 {
 		t.Fatalf("woken %v, again %v; want [0 2] and [1]", sent, again)
 	}

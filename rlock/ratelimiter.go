@@ -234,10 +234,10 @@ func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.F
 	return fut
 }
 
-// FixedWindowLimiter is the fixed-window limiter of the seed article: a counter (STRING <key>) that allows Limit
-// permits per Window and expires with the window. It is cheaper than RateLimiter (one INCRBY per call) but lets up
-// to twice the limit through around a window boundary. A refused call gives its permits back, so refusals do not
-// use up the window (the seed's script counts them). Waits sleep on the client's timer until the window ends.
+// FixedWindowLimiter is the fixed-window limiter of the usual Redis rate-limiting recipe (INCR a counter, expire it
+// with the window): a counter (STRING <key>) that allows Limit permits per Window and expires with the window. It is
+// cheaper than RateLimiter (one INCRBY per call) but lets up to twice the limit through around a window boundary. A
+// refused call gives its permits back, so refusals do not use up the window (the recipe's script counts them). Waits sleep on the client's timer until the window ends.
 //
 // Obtain it with Client.FixedWindowLimiter; it is cheap, sends nothing until used, and is safe for concurrent use.
 type FixedWindowLimiter struct {

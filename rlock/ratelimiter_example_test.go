@@ -29,7 +29,7 @@ func ExampleRateLimiter() {
 	// after waiting: true
 }
 
-// The seed article's fixed window: a counter per window.
+// The fixed window of the usual Redis rate-limiting recipe: a counter per window.
 func ExampleFixedWindowLimiter() {
 	c, stop := exampleClient()
 	defer stop()

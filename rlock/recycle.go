@@ -5,10 +5,10 @@ import (
 	"sync/atomic"
 )
 
-// Recycling the structs of blocking calls. A blocking Unlock allocates its op (about 290 bytes with the Relay its
-// Get drives) and drops it a round trip later; at the sequential benchmark's rates (BenchmarkW1) that churn was a tenth of the client's CPU (allocation,
-// zeroing fresh spans, sweeping), which competes with redis-server for the same cores. Such a struct is reused once
-// both parties that touch it are done with it:
+// Recycling the structs of blocking calls. A blocking Unlock allocates its op (about 290 bytes with the Relay its Get
+// drives) and drops it a round trip later; at the sequential benchmark's rates (integration's BenchmarkUncontended)
+// that churn was a tenth of the client's CPU (allocation, zeroing fresh spans, sweeping), which competes with
+// redis-server for the same cores. Such a struct is reused once both parties that touch it are done with it:
 //
 //   - the caller, whose Get returned (it reads the result, then never touches the struct again), and
 //   - the completion, which touches the struct until its promise's Complete has returned (Complete wakes the Get

@@ -31,7 +31,7 @@ type RedLock struct{ s *multiSet }
 
 // NewRedLock returns a RedLock over locks, one per independent master (at least one; three or five in practice).
 func NewRedLock(locks ...Locker) *RedLock {
-	return &RedLock{s: newMultiSet("RedLock", locks, len(locks)/2+1)}
+	return &RedLock{s: newMultiSet("RedLock", redLockOps, locks, len(locks)/2+1, startRedLock)}
 }
 
 // redBaseWait is how long each master may wait per round when the call itself has no bound (Lock): Redisson's
@@ -64,15 +64,12 @@ type redRound struct {
 	errs    map[string]error
 }
 
-func (r *RedLock) acquire(ctx context.Context, op string, wait, lease time.Duration) *future.Future[context.Context] {
-	s := r.s
-	ctx, prev, err := s.begin(ctx, op, lease)
-	switch {
-	case err != nil:
-		return future.Completed[context.Context](nil, err)
-	case prev != nil:
-		return s.reenter(prev, lease)
-	}
+// redLockOps names RedLock's acquire operations.
+var redLockOps = newAcquireOps("RedLock.")
+
+// startRedLock starts an acquisition of the RedLock s that is not a re-entry (multiSet.start): rounds of parallel
+// attempts.
+func startRedLock(s *multiSet, ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
 	a := &redAcq{s: s, ctx: ctx, wait: wait, lease: lease}
 	if wait >= 0 {
 		a.deadline = time.Now().Add(wait)
@@ -212,63 +209,45 @@ func (a *redAcq) retryOrFail() {
 // the held context. It returns a *QuorumError at once when too many masters fail with errors, ctx's error when ctx
 // ended. Passing a held context of this RedLock re-enters the held locks. Safe for concurrent use.
 func (r *RedLock) Lock(ctx context.Context) (context.Context, error) {
-	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "Lock", -1, 0) })
+	return r.s.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *RedLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return r.acquire(ctx, "LockAsync", -1, 0)
+	return r.s.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease takes a majority with lease (at least 1 ms); the held context's deadline is the validity. It blocks
 // like Lock.
 func (r *RedLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("RedLock.LockLease", lease); err != nil {
-		return nil, err
-	}
-	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "LockLease", -1, lease) })
+	return r.s.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 func (r *RedLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("RedLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return r.acquire(ctx, "LockLeaseAsync", -1, lease)
+	return r.s.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock takes a majority within wait (0: one round of single attempts) with lease (0: the watchdogs). It returns
 // ErrNotAcquired when no majority could be had in time, a *QuorumError when errors made it impossible, ctx's error
 // when ctx ended.
 func (r *RedLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("RedLock.TryLock", wait); err != nil {
-		return nil, err
-	}
-	return r.s.multiSync(ctx, func() *future.Future[context.Context] { return r.acquire(ctx, "TryLock", wait, lease) })
+	return r.s.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *RedLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("RedLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return r.acquire(ctx, "TryLockAsync", wait, lease)
+	return r.s.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases every held lock in parallel and returns the failures joined, each naming its lock (a master that
 // is down reports its transport error; the others are released all the same). It waits for every answer, each as
 // long as Lock.Unlock may (the locks are released in parallel); bound the wait with UnlockAsync(held).Get(ctx).
-func (r *RedLock) Unlock(held context.Context) error {
-	if err := inCallback(); err != nil {
-		return err
-	}
-	_, err := r.s.unlock(held).Get(background)
-	return err
-}
+func (r *RedLock) Unlock(held context.Context) error { return r.s.unlockSync(held) }
 
 // UnlockAsync is the asynchronous form of Unlock.
 func (r *RedLock) UnlockAsync(held context.Context) *future.Future[struct{}] { return r.s.unlock(held) }

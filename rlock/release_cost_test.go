@@ -13,6 +13,7 @@ import (
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // The server cost of a retry-safe release, ours (conditional on the expected hold count) against Redisson's unlock
@@ -110,7 +111,7 @@ func shaOf(src string) string {
 func BenchmarkReleaseServerCost(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
-	for _, src := range []string{acquireSrc, releaseSrc, latchReleaseSrc, plainReleaseSrc} {
+	for _, src := range []string{scripts.LockAcquire.Source, scripts.LockRelease.Source, latchReleaseSrc, plainReleaseSrc} {
 		if _, err := srv.Do(ctx, "SCRIPT", "LOAD", src); err != nil {
 			b.Fatal(err)
 		}
@@ -122,15 +123,15 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 		args func(key, ch, owner string, i int) []string
 	}{
 		{"conditional", func(key, ch, owner string, _ int) []string {
-			cmd := append([]string{"EVALSHA", shaOf(releaseSrc), strconv.Itoa(numPlainKeys)}, plainKeysOf(key)...)
+			cmd := append([]string{"EVALSHA", shaOf(scripts.LockRelease.Source), strconv.Itoa(numPlainKeys)}, plainKeysOf(key)...)
 			return append(cmd, owner, "1", lease, "publish")
 		}},
 		{"redisson-latch", func(key, ch, owner string, i int) []string {
 			latch := "redisson_unlock_latch:{" + key + "}:" + strconv.Itoa(i) + "-0f9e8d7c6b5a"
-			return []string{"EVALSHA", shaOf(latchReleaseSrc), "3", key, ch, latch, unlockMessage, lease, owner, "13500"}
+			return []string{"EVALSHA", shaOf(latchReleaseSrc), "3", key, ch, latch, scripts.UnlockMessage, lease, owner, "13500"}
 		}},
 		{"plain-unsafe", func(key, ch, owner string, _ int) []string {
-			return []string{"EVALSHA", shaOf(plainReleaseSrc), "2", key, ch, unlockMessage, lease, owner}
+			return []string{"EVALSHA", shaOf(plainReleaseSrc), "2", key, ch, scripts.UnlockMessage, lease, owner}
 		}},
 	}
 	for _, tc := range cases {
@@ -139,7 +140,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 				b.Fatal(err)
 			}
 			p := dialPipe(b, srv.Addr())
-			acq := shaOf(acquireSrc)
+			acq := shaOf(scripts.LockAcquire.Source)
 			for i := 0; i < b.N; i += depth {
 				k := min(depth, b.N-i)
 				for j := i; j < i+k; j++ {

@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// Run runs fn under the lock, in the spirit of the executeInLock helper of the seed article: it acquires the lock
-// with the watchdog (blocking like Lock), calls fn with the held context, and always releases the lock afterwards,
-// also when fn panics (the panic then continues). It returns fn's error, joined (errors.Join) with the release's
+// Run runs fn under the lock, in the spirit of the executeInLock helpers written around Redisson's RLock (lock,
+// run, unlock in a finally block): it acquires the lock with the watchdog (blocking like Lock), calls fn with the
+// held context, and always releases the lock afterwards, also when fn panics (the panic then continues). It returns fn's error, joined (errors.Join) with the release's
 // error when the release failed — ErrNotHeld there means the lock was lost while fn ran, which fn could also have
 // seen from context.Cause(held). When the lock cannot be acquired, fn is not called and the acquire's error is
 // returned. Safe for concurrent use.

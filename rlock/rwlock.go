@@ -8,6 +8,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // ReadWriteLock is Redisson's RReadWriteLock: any number of readers, or one writer, on one HASH (see the
@@ -70,7 +71,7 @@ func (rw *ReadWriteLock) ForceUnlock(ctx context.Context) (bool, error) {
 func (rw *ReadWriteLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 	w := &rw.write
 	return w.forceUnlock(ctx, "ReadWriteLock.ForceUnlock",
-		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{rwWriteUnlockMessage, w.c.pub()}})
+		conn.Cmd{Script: deletePublishScript, Keys: []string{w.name, rw.ch}, Args: []string{scripts.WriteUnlockMessage, w.c.pub()}})
 }
 
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
@@ -129,6 +130,8 @@ func (r *ReadLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
 func (r *ReadLock) left(*lockCall) {}
 
+func (r *ReadLock) ops() *acquireOps { return readOps }
+
 // Name returns the lock's name.
 func (r *ReadLock) Name() string { return r.name }
 
@@ -137,53 +140,41 @@ func (r *ReadLock) Name() string { return r.name }
 // lock and is cancelled when the last one goes. An owner's read holds share one renewal: while any of them uses the
 // watchdog, the watchdog renews all of them (as Redisson's does). Safe for concurrent use.
 func (r *ReadLock) Lock(ctx context.Context) (context.Context, error) {
-	return r.lock(ctx, "ReadLock.Lock", -1, 0)
+	return r.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return r.lockAsync(ctx, "ReadLock.LockAsync", -1, 0)
+	return r.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease takes a read hold for a fixed lease (at least 1 ms); the hold's key expires with it, independently of
 // the owner's other holds. It blocks like Lock.
 func (r *ReadLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("ReadLock.LockLease", lease); err != nil {
-		return nil, err
-	}
-	return r.lock(ctx, "ReadLock.LockLease", -1, lease)
+	return r.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("ReadLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return r.lockAsync(ctx, "ReadLock.LockLeaseAsync", -1, lease)
+	return r.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock takes a read hold if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, an *OutcomeUnknownError as
 // Lock.TryLock.
 func (r *ReadLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("ReadLock.TryLock", wait); err != nil {
-		return nil, err
-	}
-	return r.lock(ctx, "ReadLock.TryLock", wait, lease)
+	return r.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (r *ReadLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("ReadLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return r.lockAsync(ctx, "ReadLock.TryLockAsync", wait, lease)
+	return r.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases the owner's newest read hold. The lock then lasts as long as its longest remaining hold; when none
@@ -274,6 +265,8 @@ func (wl *WriteLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
 func (wl *WriteLock) left(*lockCall) {}
 
+func (wl *WriteLock) ops() *acquireOps { return writeOps }
+
 // Name returns the lock's name.
 func (wl *WriteLock) Name() string { return wl.name }
 
@@ -281,52 +274,40 @@ func (wl *WriteLock) Name() string { return wl.name }
 // ends. It returns ErrLockUpgrade at once when the owner holds a read hold and no write hold. Safe for concurrent
 // use.
 func (wl *WriteLock) Lock(ctx context.Context) (context.Context, error) {
-	return wl.lock(ctx, "WriteLock.Lock", -1, 0)
+	return wl.lock(ctx, formLock, -1, 0)
 }
 
 // LockAsync is the asynchronous form of Lock. It starts no goroutine.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return wl.lockAsync(ctx, "WriteLock.LockAsync", -1, 0)
+	return wl.lockAsync(ctx, formLock, -1, 0)
 }
 
 // LockLease takes the write lock for a fixed lease (at least 1 ms). It blocks like Lock.
 func (wl *WriteLock) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	if err := leaseFormError("WriteLock.LockLease", lease); err != nil {
-		return nil, err
-	}
-	return wl.lock(ctx, "WriteLock.LockLease", -1, lease)
+	return wl.lock(ctx, formLockLease, -1, lease)
 }
 
 // LockLeaseAsync is the asynchronous form of LockLease.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) LockLeaseAsync(ctx context.Context, lease time.Duration) *future.Future[context.Context] {
-	if err := leaseFormError("WriteLock.LockLeaseAsync", lease); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return wl.lockAsync(ctx, "WriteLock.LockLeaseAsync", -1, lease)
+	return wl.lockAsync(ctx, formLockLease, -1, lease)
 }
 
 // TryLock takes the write lock if it can within wait (0: one attempt) with lease (0: the watchdog). It returns
 // ErrNotAcquired when the wait ran out, ctx's error when ctx ended first, ErrLockUpgrade as Lock, an
 // *OutcomeUnknownError as Lock.TryLock.
 func (wl *WriteLock) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	if err := tryFormError("WriteLock.TryLock", wait); err != nil {
-		return nil, err
-	}
-	return wl.lock(ctx, "WriteLock.TryLock", wait, lease)
+	return wl.lock(ctx, formTryLock, wait, lease)
 }
 
 // TryLockAsync is the asynchronous form of TryLock.
 // Get's context bounds only the wait for the future, as it does for LockAsync: to abandon the acquire, cancel
 // ctx, and give back a lock the future reports granted (see Lock.LockAsync).
 func (wl *WriteLock) TryLockAsync(ctx context.Context, wait, lease time.Duration) *future.Future[context.Context] {
-	if err := tryFormError("WriteLock.TryLockAsync", wait); err != nil {
-		return future.Completed[context.Context](nil, err)
-	}
-	return wl.lockAsync(ctx, "WriteLock.TryLockAsync", wait, lease)
+	return wl.lockAsync(ctx, formTryLock, wait, lease)
 }
 
 // Unlock releases one write hold; the last one deletes the lock (or, when the owner still has read holds, turns it to
@@ -400,7 +381,7 @@ func (rw *ReadWriteLock) forceMode(ctx context.Context, op, mode string) *future
 		kinds = append(kinds, kindWrite)
 	}
 	cmd := conn.Cmd{Script: rwForceUnlockScript, Keys: []string{w.name, rw.ch, hashTag(w.name)},
-		Args: []string{mode, rwWriteUnlockMessage, w.c.pub()}}
+		Args: []string{mode, scripts.WriteUnlockMessage, w.c.pub()}}
 	return future.Then(w.c.call(ctx, cmd), func(v resp.Value, err error) (bool, error) {
 		n, err := intReply(v, err)
 		if n == 1 {

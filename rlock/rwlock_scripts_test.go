@@ -5,25 +5,26 @@ import (
 	"testing"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 func rwTimeoutPrefix(name, owner string) string { return "{" + name + "}:" + owner + ":rwlock_timeout" }
 
 func rwRead(s *scriptServer, name, owner, lease string) redistest.Reply {
-	return s.eval(rwReadAcquireSrc, []string{name, rwTimeoutPrefix(name, owner)}, lease, owner, owner+":write")
+	return s.eval(scripts.ReadAcquire, []string{name, rwTimeoutPrefix(name, owner)}, lease, owner, owner+":write")
 }
 
 func rwWrite(s *scriptServer, name, owner, lease string) redistest.Reply {
-	return s.eval(rwWriteAcquireSrc, []string{name}, lease, owner+":write", owner)
+	return s.eval(scripts.WriteAcquire, []string{name}, lease, owner+":write", owner)
 }
 
 func rwReadRelease(s *scriptServer, name, owner, expect string) redistest.Reply {
-	return s.eval(rwReadReleaseSrc, []string{name, "redisson_rwlock:{" + name + "}", rwTimeoutPrefix(name, owner),
+	return s.eval(scripts.ReadRelease, []string{name, "redisson_rwlock:{" + name + "}", rwTimeoutPrefix(name, owner),
 		"{" + name + "}"}, owner, expect, "0")
 }
 
 func rwWriteRelease(s *scriptServer, name, owner, expect, lease string) redistest.Reply {
-	return s.eval(rwWriteReleaseSrc, []string{name, "redisson_rwlock:{" + name + "}"}, owner+":write", expect, lease, "1")
+	return s.eval(scripts.WriteRelease, []string{name, "redisson_rwlock:{" + name + "}"}, owner+":write", expect, lease, "1")
 }
 
 func TestRWReadScriptsShareTheLockAndKeepOneKeyPerHold(t *testing.T) {
@@ -124,7 +125,7 @@ func TestRWWriteScriptRefusesAnUpgradeWithAnError(t *testing.T) {
 	}
 	rwRead(s, "rw", ownerB, "5000")
 	wantIntIn(t, "other reader's write", rwWrite(s, "rw", ownerC, "5000"), 1, 5000)
-	wantInt(t, "force", s.eval(deletePublishSrc, []string{"rw", "redisson_rwlock:{rw}"}, "1"), 1)
+	wantInt(t, "force", s.eval(scripts.DeletePublish, []string{"rw", "redisson_rwlock:{rw}"}, "1"), 1)
 	wantBulk(t, "write after force", rwWrite(s, "rw", ownerA, "5000"), "1")
 }
 
@@ -140,7 +141,7 @@ func TestRWRenewScriptRenewsHeldEntriesAndReportsGoneOnes(t *testing.T) {
 	s.do("HSET", "long", ownerC, "1")
 	s.do("PEXPIRE", "long", "900000")
 
-	r := s.eval(rwRenewSrc, []string{"a", "rw", "rw", "gone", "long"}, "30000",
+	r := s.eval(scripts.RWRenew, []string{"a", "rw", "rw", "gone", "long"}, "30000",
 		ownerA, "", ownerB+":write", "", ownerB, prefix, ownerD, "", ownerC, "")
 	wantBulk(t, "renew", r, "11101")
 	for _, k := range []string{"a", "rw", prefix + ":1", prefix + ":2"} {

@@ -3,104 +3,46 @@ package rlock
 import (
 	"crypto/sha1"
 	"encoding/hex"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // TestScriptsAreTheOnesThePackageRuns checks every exported script against the conn.Script value the package
-// sends: same source, same SHA-1, and the SHA-1 is the source's.
+// sends: same source, same SHA-1, and the SHA-1 is the source's; and that every script the package sends is in
+// the table Scripts reports.
 func TestScriptsAreTheOnesThePackageRuns(t *testing.T) {
-	runs := map[string]*conn.Script{
-		ScriptLockAcquire: acquireScript, ScriptLockRelease: releaseScript, "lock.leave": leaveScript,
-		"lock.forceunlock": deletePublishScript, "lock.renew": renewScript, "lock.status": statusScript,
-		"fencedlock.acquire": fencedAcquireScript,
-		"fairlock.acquire":   fairAcquireScript, "fairlock.release": fairReleaseScript,
-		"fairlock.leave": fairLeaveScript, "fairlock.forceunlock": fairForceUnlockScript,
-		"rwlock.readacquire": rwReadAcquireScript, "rwlock.writeacquire": rwWriteAcquireScript,
-		"rwlock.readrelease": rwReadReleaseScript, "rwlock.writerelease": rwWriteReleaseScript,
-		"rwlock.renew": rwRenewScript, "rwlock.forceunlock": rwForceUnlockScript,
-		"semaphore.acquire": semAcquireScript, "semaphore.release": semReleaseScript,
-		"semaphore.trysetpermits": semTrySetScript, "semaphore.addpermits": semAddScript,
-		"semaphore.drain":         semDrainScript,
-		"permitsemaphore.acquire": pesAcquireScript, "permitsemaphore.release": pesReleaseScript,
-		"permitsemaphore.updatelease": pesUpdateLeaseScript, "permitsemaphore.available": pesAvailableScript,
-		"permitsemaphore.trysetpermits": pesTrySetScript, "permitsemaphore.addpermits": pesAddScript,
-		"countdownlatch.trysetcount": latchTrySetScript, "countdownlatch.countdown": latchCountDownScript,
-		"ratelimiter.acquire": rlAcquireScript, "ratelimiter.available": rlAvailableScript,
-		"ratelimiter.trysetrate": rlTrySetScript, "ratelimiter.setrate": rlSetScript,
-		"ratelimiter.fixedwindow": fixedWindowScript,
-	}
 	got := Scripts()
-	if len(got) != len(runs) {
-		t.Errorf("Scripts returned %d scripts, want %d", len(got), len(runs))
+	if len(got) != len(scripts.All) || len(sent) != len(scripts.All) {
+		t.Errorf("Scripts returned %d scripts, the package sends %d, the table has %d", len(got), len(sent),
+			len(scripts.All))
 	}
-	seen := map[string]bool{}
-	for _, s := range got {
-		if seen[s.Name] {
-			t.Errorf("script name %q appears twice", s.Name)
-		}
-		seen[s.Name] = true
-		want, ok := runs[s.Name]
-		if !ok {
-			t.Errorf("unexpected script %q", s.Name)
+	inTable := map[*scripts.Script]bool{}
+	for i, e := range scripts.All {
+		inTable[e] = true
+		s := got[i]
+		cs := sent[e]
+		if cs == nil {
+			t.Errorf("%s: in the table, but the package never makes it (newScript)", e.Name)
 			continue
 		}
-		if s.Source != want.Source() || s.SHA1 != want.SHA() {
+		if s.Name != e.Name || s.Source != cs.Source() || s.SHA1 != cs.SHA() {
 			t.Errorf("%s: exported source/SHA differ from the script the package sends (SHA %s, want %s)",
-				s.Name, s.SHA1, want.SHA())
+				s.Name, s.SHA1, cs.SHA())
 		}
 		sum := sha1.Sum([]byte(s.Source))
 		if s.SHA1 != hex.EncodeToString(sum[:]) {
 			t.Errorf("%s: SHA1 %s is not the SHA-1 of its source", s.Name, s.SHA1)
 		}
-		if len(s.Keys) == 0 {
-			t.Errorf("%s: no key described", s.Name)
-		}
-		if strings.HasPrefix(s.Source, publishLua) != (len(s.Args) > 0 && s.Args[len(s.Args)-1] == publishArg) {
-			t.Errorf("%s: a script that publishes, and only one, must list the publish command as its last argument",
-				s.Name)
+	}
+	for e := range sent {
+		if !inTable[e] {
+			t.Errorf("%s: the package sends it, but Scripts does not report it", e.Name)
 		}
 	}
 	if got[0].Name != ScriptLockAcquire || got[1].Name != ScriptLockRelease {
 		t.Errorf("Scripts starts with %q, %q; want the plain lock's acquire and release", got[0].Name, got[1].Name)
-	}
-}
-
-// TestScriptsCoverEveryScript counts the conn.NewScript calls in the package's sources: a script added without an
-// entry in Scripts fails here.
-func TestScriptsCoverEveryScript(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	calls := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			if call, ok := n.(*ast.CallExpr); ok {
-				if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "newScript" {
-					calls++
-				}
-			}
-			return true
-		})
-	}
-	if n := len(Scripts()); calls != n {
-		t.Errorf("the package creates %d scripts with newScript, Scripts exports %d", calls, n)
 	}
 }
 
@@ -109,7 +51,7 @@ func TestScriptsReturnsCopies(t *testing.T) {
 	a := Scripts()
 	a[0].Source, a[0].Keys[0] = "changed", "changed"
 	b, ok := LookupScript(ScriptLockAcquire)
-	if !ok || b.Source != scriptSource(acquireSrc) || b.Keys[0] != "lock name" {
+	if !ok || b.Source != scripts.LockAcquire.Source || b.Keys[0] != "lock name" {
 		t.Fatalf("LookupScript after a change to Scripts' result: %+v, %t", b, ok)
 	}
 	if _, ok := LookupScript("lock.nosuch"); ok {
@@ -142,7 +84,7 @@ func TestExportedLockScriptsRunAsDocumented(t *testing.T) {
 	relArgs := append([]string{"EVALSHA", rel.SHA1, n(len(rel.Keys))}, keys...)
 	relArgs = append(relArgs, ownerA, "1", lease, "publish")
 	wantInt(t, "release", srv.do(relArgs...), 1)
-	sub.want(channelName(name), unlockMessage)
+	sub.want(channelName(name), scripts.UnlockMessage)
 	if k := srv.int("EXISTS", name); k != 0 {
 		t.Fatalf("the lock survived its release (EXISTS %d)", k)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 func plainKeysOf(name string) []string {
@@ -16,12 +17,12 @@ func plainKeysOf(name string) []string {
 // acquireRaw is a try (never queued), what a caller outside the package sends.
 func acquireRaw(t *testing.T, srv *scriptServer, name, owner string, lease time.Duration) redistest.Reply {
 	t.Helper()
-	return srv.eval(acquireSrc, plainKeysOf(name), strconv.FormatInt(lease.Milliseconds(), 10), owner, "")
+	return srv.eval(scripts.LockAcquire, plainKeysOf(name), strconv.FormatInt(lease.Milliseconds(), 10), owner, "")
 }
 
 func releaseRaw(t *testing.T, srv *scriptServer, name, owner string, expect int, lease time.Duration) redistest.Reply {
 	t.Helper()
-	return srv.eval(releaseSrc, plainKeysOf(name),
+	return srv.eval(scripts.LockRelease, plainKeysOf(name),
 		owner, strconv.Itoa(expect), strconv.FormatInt(lease.Milliseconds(), 10))
 }
 
@@ -77,8 +78,8 @@ func TestReleaseScriptDecrementsThenDeletesAndPublishes(t *testing.T) {
 	if n := srv.int("EXISTS", "lock"); n != 0 {
 		t.Fatal("the last release left the lock")
 	}
-	if _, got := sub.message(); got != unlockMessage {
-		t.Fatalf("published %q, want %q", got, unlockMessage)
+	if _, got := sub.message(); got != scripts.UnlockMessage {
+		t.Fatalf("published %q, want %q", got, scripts.UnlockMessage)
 	}
 }
 
@@ -107,16 +108,16 @@ func TestForceUnlockScript(t *testing.T) {
 	sub := srv.subscribe(channelName("lock"))
 	ch := channelName("lock")
 
-	wantInt(t, "force unlock", srv.eval(deletePublishSrc, []string{"lock", ch}, unlockMessage), 0)
+	wantInt(t, "force unlock", srv.eval(scripts.DeletePublish, []string{"lock", ch}, scripts.UnlockMessage), 0)
 	sub.quiet(ch)
 
 	acquireRaw(t, srv, "lock", ownerA, time.Minute)
 	acquireRaw(t, srv, "lock", ownerA, time.Minute)
-	wantInt(t, "force unlock", srv.eval(deletePublishSrc, []string{"lock", ch}, unlockMessage), 1)
+	wantInt(t, "force unlock", srv.eval(scripts.DeletePublish, []string{"lock", ch}, scripts.UnlockMessage), 1)
 	if n := srv.int("EXISTS", "lock"); n != 0 {
 		t.Fatal("force unlock left the lock")
 	}
-	if _, got := sub.message(); got != unlockMessage {
+	if _, got := sub.message(); got != scripts.UnlockMessage {
 		t.Fatalf("published %q", got)
 	}
 }
@@ -127,7 +128,7 @@ func TestRenewScriptReportsEveryKey(t *testing.T) {
 	acquireRaw(t, srv, "other", ownerC, 5*time.Second)
 	acquireRaw(t, srv, "held2", ownerB, 5*time.Second)
 
-	r := srv.eval(renewSrc, []string{"held", "other", "missing", "held2"},
+	r := srv.eval(scripts.Renew, []string{"held", "other", "missing", "held2"},
 		"30000", ownerA, ownerA, ownerA, ownerB)
 	wantBulk(t, "renew", r, "1001")
 	srv.wantPTTL("held", 30*time.Second)
@@ -147,7 +148,7 @@ func TestRenewScriptReportsEveryKey(t *testing.T) {
 		acquireRaw(t, srv, keys[i], ownerA, 5*time.Second)
 		args = append(args, ownerA)
 	}
-	r = srv.eval(renewSrc, keys, args...)
+	r = srv.eval(scripts.Renew, keys, args...)
 	if r.Kind != redistest.KindBulk || len(r.Str) != len(keys) || r.Str != string(repeat('1', len(keys))) {
 		t.Fatalf("full batch replied %s", r)
 	}

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // The scripts are tested on their own against a real redis-server, through the test harness's admin client and
@@ -37,16 +37,16 @@ func newScriptServer(t *testing.T) *scriptServer {
 	return &scriptServer{t: t, srv: redistest.Start(t)}
 }
 
-// eval loads src (checking that the server's SHA-1 is the one computed locally, as conn sends it), runs it with
-// EVALSHA and fails the test on a transport error; a script's error reply is returned as a KindError reply. A
-// script that publishes is given PUBLISH as its last argument, as the client gives it on a standalone server (see
-// publishLua): the tests pass the arguments each script documents.
-func (s *scriptServer) eval(src string, keys []string, args ...string) redistest.Reply {
+// eval loads sc's source (checking that the server's SHA-1 is the one computed locally, as conn sends it), runs
+// it with EVALSHA and fails the test on a transport error; a script's error reply is returned as a KindError
+// reply. A script that publishes is given PUBLISH as its last argument, as the client gives it on a standalone
+// server (scripts.Publishes): the tests pass the arguments each script documents.
+func (s *scriptServer) eval(sc scripts.Script, keys []string, args ...string) redistest.Reply {
 	s.t.Helper()
-	if strings.HasPrefix(src, publishLua) {
+	src := sc.Source
+	if scripts.Publishes(src) {
 		args = append(args[:len(args):len(args)], "publish")
 	}
-	src = scriptSource(src) // what the client runs
 	sum := sha1.Sum([]byte(src))
 	sha := hex.EncodeToString(sum[:])
 	if got := s.str("SCRIPT", "LOAD", src); got != sha {

@@ -10,6 +10,7 @@ import (
 	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
 // Releasing a hold, for every kind of lock. A release is conditional on the hold count this client knows the owner
@@ -235,11 +236,11 @@ func (c *Client) releaseCmd(kind holdKind, keys []string, owner string, expect i
 	exp := strconv.FormatInt(expect, 10) // small counts come from strconv's static table: no allocation
 	switch kind {
 	case kindFair:
-		return fairReleaseScript, keys, []string{owner, exp, lease, unlockMessage, c.pub()}
+		return fairReleaseScript, keys, []string{owner, exp, lease, scripts.UnlockMessage, c.pub()}
 	case kindRead:
-		return rwReadReleaseScript, keys, []string{owner, exp, unlockMessage, c.pub()}
+		return rwReadReleaseScript, keys, []string{owner, exp, scripts.UnlockMessage, c.pub()}
 	case kindWrite:
-		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, rwWriteUnlockMessage, c.pub()}
+		return rwWriteReleaseScript, keys, []string{writeField(owner), exp, lease, scripts.WriteUnlockMessage, c.pub()}
 	}
 	return releaseScript, keys, []string{owner, exp, lease, c.pub()}
 }

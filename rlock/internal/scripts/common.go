@@ -1,42 +1,18 @@
-package rlock
+package scripts
 
-import (
-	"strings"
-
-	"github.com/locksmith-go/locksmith/conn"
-)
-
-// The Lua scripts of the lock, in Redisson's keyspace (see the package documentation, "Wire format"):
-//
-//	lock      HASH <name>, field <clientUUID>:<ownerID> -> hold count, PEXPIRE = lease
-//	channel   redisson_lock__channel:{<name>}, unlock message "0"
-//
-// They were written for this package from the semantics Redisson documents (create-or-reenter else PTTL; release:
-// not owner -> nil, decrement, delete + publish at zero). Each operation is one EVALSHA: one round trip, atomic on
-// the server. A Redisson client working on the same name sees exactly the hash and messages it would write itself,
-// so Java and Go processes exclude and wake each other.
-//
-// Replies differ from Redisson's only where nobody but this package reads them (a Redisson client never reads a
-// reply to our scripts):
-//   - acquire answers a granted lock with the new hold count as a bulk string (Redisson: nil), so the client learns
-//     the server's count even when the same owner also holds the lock through another client; a refused acquire
-//     answers the holder's PTTL as an integer, as Redisson's does (or says that it is queued behind another waiter).
-//   - release takes the hold count the owner expects (see releaseSrc) and answers a mismatch with the negated count.
-//
-// The plain lock's acquire and release, which also keep the queue of waiters beside the lock, are in
-// lockqueue_scripts.go.
+// What the scripts of several kinds share: the publish prelude, the parts of a conditional release, and the
+// scripts that serve more than one kind (delete-and-publish, renew, status).
 
 // publishLua is the prelude of every script that publishes. The publish command is the script's last argument:
 // PUBLISH, or SPUBLISH on a Redis Cluster with sharded pub/sub, as conn.Client.PublishCommand says (and as
-// Redisson passes it to its scripts), so that the messages reach the subscribers of this package and Redisson's
-// alike in every topology. The prelude takes it off ARGV, so that the other arguments read as each script
-// documents them. Client.pub is the one place the command is chosen, at each call.
+// Redisson passes it to its scripts), so that the messages reach the subscribers of rlock and Redisson's alike in
+// every topology. The prelude takes it off ARGV, so that the other arguments read as each script documents them.
 //
 // Scripts publish with pub(channel, message), never with redis.call: a refused PUBLISH (a Redis user without the
 // channel's permission, or without +publish) raised inside redis.call would abort the script after its writes took
 // effect — a release that deleted the lock would answer an error, and the caller would report a release that
 // happened as a failure. pub runs it with redis.pcall and records the refusal instead, so that the script finishes
-// what it does; newScript wraps the script so that its reply then says so (see publishRefusedLua).
+// what it does; publishing wraps the script so that its reply then says so (see publishRefusedLua).
 const publishLua = `local publish = table.remove(ARGV)
 local refused = nil
 local function pub(ch, msg)
@@ -50,37 +26,37 @@ local function pub(ch, msg)
 end
 `
 
-// publishRefusedMarker opens the reply of a script whose pub was refused (publishRefusedLua).
-const publishRefusedMarker = "locksmith:publish-refused"
+// PublishRefusedMarker opens the reply of a script whose pub was refused (publishRefusedLua).
+const PublishRefusedMarker = "locksmith:publish-refused"
 
-// publishRefusedLua ends a publishing script as newScript wraps it: the script's own body runs as the function
+// publishRefusedLua ends a publishing script as publishing wraps it: the script's own body runs as the function
 // script(); when a message was refused, its reply becomes {marker, {reply}, error, channel1, message1, ...} —
 // the script's reply (a nil reply as an empty array) and what was refused — so that the client acts on the reply
-// as ever and learns of the refusal (Client.published). An error reply is left as it is. The commands the script
-// runs, and so its server cost, are unchanged: pub sends the PUBLISH it sent before.
+// as ever and learns of the refusal. An error reply is left as it is. The commands the script runs, and so its
+// server cost, are unchanged: pub sends the PUBLISH it would send with redis.call.
 const publishRefusedLua = `
 end
 local reply = script()
 if refused and not (type(reply) == 'table' and reply.err) then
-  local out = {'` + publishRefusedMarker + `', {reply}, refused.err}
+  local out = {'` + PublishRefusedMarker + `', {reply}, refused.err}
   for i = 1, #refused do out[#out + 1] = refused[i] end
   return out
 end
 return reply
 `
 
-// newScript makes the conn.Script of src; a script that publishes (it opens with publishLua) is wrapped so that a
-// refused message shows in its reply (publishRefusedLua).
-func newScript(src string) *conn.Script { return conn.NewScript(scriptSource(src)) }
-
-// scriptSource is the source newScript runs for src.
-func scriptSource(src string) string {
-	body, ok := strings.CutPrefix(src, publishLua)
-	if !ok {
-		return src
-	}
+// publishing returns the source of a script that publishes with pub: the prelude (publishLua), body as the
+// function script(), and the ending that reports a refused message in the reply (publishRefusedLua).
+func publishing(body string) string {
 	return publishLua + "local function script()\n" + body + publishRefusedLua
 }
+
+// publishArg describes the last argument of every script that publishes.
+const publishArg = "publish command: publish (spublish on a cluster with sharded pub/sub)"
+
+// UnlockMessage is the payload Redisson publishes on a lock's channel when the lock is released
+// (LockPubSub.UNLOCK_MESSAGE).
+const UnlockMessage = "0"
 
 // The parts every kind's release shares (the plain, fair and read-write locks' scripts are built from them).
 
@@ -105,34 +81,37 @@ const decrementLua = `if c > 1 then
 end
 `
 
-// deletePublishSrc deletes a key and, when it existed, publishes a message: the force unlock of the plain, fenced
+// DeletePublish deletes a key and, when it existed, publishes a message: the force unlock of the plain, fenced
 // and read-write locks (whoever holds them; messages "0" and "1", which wakes every waiter of a read-write lock)
 // and a latch's Delete ("1": awaiters look again). The fair lock's force unlock wakes its head instead.
-//
-//	KEYS[1] the key (lock, latch)
-//	KEYS[2] its channel
-//	ARGV[1] the message
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = the key existed and was deleted; 0 = there was none.
-const deletePublishSrc = publishLua + `if redis.call('del', KEYS[1]) == 1 then
+var DeletePublish = Script{
+	Name:   "lock.forceunlock",
+	Keys:   []string{"key (lock, latch)", "its channel"},
+	Args:   []string{"message", publishArg},
+	Reply:  "1 = the key existed and was deleted; 0 = there was none",
+	Source: publishing(deletePublishLua),
+}
+
+const deletePublishLua = `if redis.call('del', KEYS[1]) == 1 then
   pub(KEYS[2], ARGV[1])
   return 1
 end
 return 0`
 
-// renewSrc renews the leases of up to RenewBatchSize locks held by their owners, in one call. The watchdog batches
-// every renewal that falls due together on one server into one EVALSHA (DESIGN: "coalesced into one EVALSHA per
-// node ... returning per-key results").
-//
-//	KEYS[i]   lock name
-//	ARGV[1]   lease in milliseconds (the watchdog timeout)
-//	ARGV[i+1] owner of KEYS[i]
-//
-// Reply: a bulk string with one character per key, in order: '1' = renewed, '0' = the owner no longer holds that
-// lock (it expired, was force-unlocked or taken by someone else). One string instead of an array of integers keeps
-// the reply of a full batch to about a hundred bytes, decoded without an element per key.
-const renewSrc = `local r = {}
+// Renew renews the leases of a batch of locks held by their owners, in one call: the watchdog coalesces every
+// renewal that falls due together on one server into one EVALSHA per node, returning a result per key. The
+// read-write lock's holds are renewed by RWRenew.
+var Renew = Script{
+	Name: "lock.renew",
+	Keys: []string{"KEYS[i]: lock name of entry i"},
+	Args: []string{"lease in milliseconds (watchdog timeout)", "ARGV[i+1]: owner of KEYS[i]"},
+	Reply: "a bulk string with one character per key, in order: '1' = renewed, '0' = the owner no longer holds " +
+		"that lock (it expired, was force-unlocked or taken by someone else). One string instead of an array of " +
+		"integers keeps the reply of a full batch to about a hundred bytes, decoded without an element per key",
+	Source: renewLua,
+}
+
+const renewLua = `local r = {}
 for i = 1, #KEYS do
   if redis.call('hexists', KEYS[i], ARGV[i + 1]) == 1 then
     redis.call('pexpire', KEYS[i], ARGV[1])
@@ -143,25 +122,15 @@ for i = 1, #KEYS do
 end
 return table.concat(r)`
 
-// statusSrc reads a lock's key in one step, so that the owners and the TTL it reports belong to the same moment.
-//
-//	KEYS[1] lock name
-//
-// Reply: {type, PTTL} for a key that is not a hash (type "none" when there is no key), {"hash", PTTL, HGETALL}
-// for a hash.
-const statusSrc = `local t = redis.call('type', KEYS[1]).ok
+// Status reads a lock's key in one step, so that the owners and the TTL it reports belong to the same moment.
+var Status = Script{
+	Name: "lock.status",
+	Keys: []string{"lock name"},
+	Reply: "{type, PTTL} for a key that is not a hash (type \"none\" when there is no key), " +
+		"{\"hash\", PTTL, HGETALL} for a hash",
+	Source: statusLua,
+}
+
+const statusLua = `local t = redis.call('type', KEYS[1]).ok
 if t ~= 'hash' then return {t, redis.call('pttl', KEYS[1])} end
 return {t, redis.call('pttl', KEYS[1]), redis.call('hgetall', KEYS[1])}`
-
-// unlockMessage is the payload Redisson publishes on a lock's channel when the lock is released
-// (LockPubSub.UNLOCK_MESSAGE).
-const unlockMessage = "0"
-
-// The scripts as EVALSHA-ready values: SHA-1 computed once, NOSCRIPT handled by conn.
-var (
-	acquireScript       = newScript(acquireSrc)
-	releaseScript       = newScript(releaseSrc)
-	deletePublishScript = newScript(deletePublishSrc)
-	renewScript         = newScript(renewSrc)
-	statusScript        = newScript(statusSrc)
-)

@@ -1,4 +1,4 @@
-package rlock
+package scripts
 
 // The fair lock's scripts, in Redisson's keyspace (RedissonFairLock):
 //
@@ -24,7 +24,7 @@ package rlock
 
 // fairNowLua computes now, the server's time in Unix milliseconds, and removes from the head of the queue every
 // waiter whose deadline passed (or that has none: a queue entry without a deadline is debris). It is the prelude
-// of every fair-lock script, after publishLua. KEYS[2] is the queue, KEYS[3] the deadline set, KEYS[4] the prefix
+// of every fair-lock script, inside publishing. KEYS[2] is the queue, KEYS[3] the deadline set, KEYS[4] the prefix
 // of the waiters' channels.
 //
 // It also defines what keeps the queue live: whenever a script leaves a different waiter at the head than it found
@@ -56,27 +56,33 @@ while true do
 end
 `
 
-// fairAcquireSrc takes the lock when it is free and the caller is first in line (or nobody waits), re-enters it
+// fairKeys describes the four keys every fair-lock script takes.
+var fairKeys = []string{"lock name", "queue (redisson_lock_queue:{name})", "deadlines (redisson_lock_timeout:{name})",
+	"channel prefix (redisson_lock__channel:{name}; the head's channel is prefix:<owner>)"}
+
+// fairWakeArg describes the wake-up message every fair-lock script but the acquire takes.
+const fairWakeArg = "wake-up message (\"0\")"
+
+// FairLockAcquire takes the lock when it is free and the caller is first in line (or nobody waits), re-enters it
 // for its owner, and otherwise queues the caller (or refreshes its deadline) and says how long to wait at most.
-//
-//	KEYS[1] lock name
-//	KEYS[2] queue
-//	KEYS[3] deadline set
-//	KEYS[4] channel prefix redisson_lock__channel:{name} (the head's channel is prefix:<owner>)
-//	ARGV[1] lease in milliseconds
-//	ARGV[2] owner
-//	ARGV[3] the waiter's deadline, in milliseconds from now on the server's clock; 0 = a try without waiting,
-//	        which is never queued
-//	ARGV[4] wake-up message ("0")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: a bulk string = granted, the owner's new hold count. An integer = refused: for the head waiter the lock's
-// PTTL (it is woken on its channel when the lock is released; -1: the key has no expiry), for a waiter further back
-// the time until the head's deadline (when the head may be dropped), for a try without waiting the lock's PTTL.
 // When the lock is free but the head is another, living waiter, that waiter is woken (it may have missed its
 // message): nobody else may take the lock before it. A grant to the head wakes the waiter after it, which is head
 // now (see fairNowLua).
-const fairAcquireSrc = publishLua + fairNowLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+var FairLockAcquire = Script{
+	Name: "fairlock.acquire",
+	Keys: fairKeys,
+	Args: []string{"lease in milliseconds", "owner",
+		"the waiter's deadline in milliseconds from now on the server's clock " +
+			"(0 = a try without waiting, never queued)",
+		fairWakeArg, publishArg},
+	Reply: "a bulk string = granted, the owner's new hold count. An integer = refused: for the head waiter the " +
+		"lock's PTTL (it is woken on its channel when the lock is released; -1: the key has no expiry), for a waiter " +
+		"further back the time until the head's deadline (when the head may be dropped), for a try without waiting " +
+		"the lock's PTTL",
+	Source: publishing(fairNowLua + fairAcquireLua),
+}
+
+const fairAcquireLua = `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   wakeNewHead(ARGV[2], ARGV[4])
@@ -116,21 +122,21 @@ if free then
 end
 return math.max(tonumber(redis.call('zscore', KEYS[3], head)) - now, 1)`
 
-// fairReleaseSrc releases one hold like the plain lock's release (conditional on the expected hold count, so a
+// FairLockRelease releases one hold like the plain lock's release (conditional on the expected hold count, so a
 // retry after an ambiguous failure changes nothing), and when the last hold goes it wakes the head waiter, on its
 // own channel, instead of every waiter.
-//
-//	KEYS[1..4] as fairAcquireSrc
-//	ARGV[1] owner
-//	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
-//	ARGV[3] lease in milliseconds, re-armed when holds remain
-//	ARGV[4] wake-up message ("0")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: nil = the owner does not hold the lock (the head is woken if the lock is free: it may be waiting for a
-// lease that ended); 0 = one hold released, others remain; 1 = released and the head woken; -n = the owner holds
-// n, not the count expected: nothing changed.
-const fairReleaseSrc = publishLua + fairNowLua + `local c = redis.call('hget', KEYS[1], ARGV[1])
+var FairLockRelease = Script{
+	Name: "fairlock.release",
+	Keys: fairKeys,
+	Args: []string{"owner", "expected hold count (0 = any)", "lease in milliseconds, re-armed while holds remain",
+		fairWakeArg, publishArg},
+	Reply: "nil = the owner does not hold the lock (the head is woken if the lock is free: it may be waiting for a " +
+		"lease that ended); 0 = one hold released, others remain; 1 = released and the head woken; -n = the owner " +
+		"holds n, not the count expected: nothing changed",
+	Source: publishing(fairNowLua + fairReleaseLua),
+}
+
+const fairReleaseLua = `local c = redis.call('hget', KEYS[1], ARGV[1])
 if not c then
   if redis.call('exists', KEYS[1]) == 0 then
     wake(redis.call('lindex', KEYS[2], 0), ARGV[4])
@@ -143,36 +149,32 @@ wakeNewHead(nil, ARGV[4])
 wake(redis.call('lindex', KEYS[2], 0), ARGV[4])
 return 1`
 
-// fairLeaveSrc takes a waiter that gave up (its wait ran out, its context ended) out of the queue, Redisson's
+// FairLockLeave takes a waiter that gave up (its wait ran out, its context ended) out of the queue, Redisson's
 // acquireFailed. The deadlines of the others are not touched: they are their own. When the leaver was the head,
 // the new head is woken at once (see fairNowLua).
-//
-//	KEYS[1..4] as fairAcquireSrc
-//	ARGV[1] owner
-//	ARGV[2] wake-up message ("0")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = the owner was queued and is not any more; 0 = it was not queued.
-const fairLeaveSrc = publishLua + fairNowLua + `local n = redis.call('lrem', KEYS[2], 0, ARGV[1])
+var FairLockLeave = Script{
+	Name:   "fairlock.leave",
+	Keys:   fairKeys,
+	Args:   []string{"owner", fairWakeArg, publishArg},
+	Reply:  "1 = the owner was queued and is not any more; 0 = it was not queued",
+	Source: publishing(fairNowLua + fairLeaveLua),
+}
+
+const fairLeaveLua = `local n = redis.call('lrem', KEYS[2], 0, ARGV[1])
 redis.call('zrem', KEYS[3], ARGV[1])
 wakeNewHead(ARGV[1], ARGV[2])
 if n > 0 then return 1 end
 return 0`
 
-// fairForceUnlockSrc deletes the lock whoever holds it and wakes the head waiter.
-//
-//	KEYS[1..4] as fairAcquireSrc
-//	ARGV[1] wake-up message ("0")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = the lock existed and was deleted; 0 = there was no lock.
-const fairForceUnlockSrc = publishLua + fairNowLua + `local n = redis.call('del', KEYS[1])
+// FairLockForceUnlock deletes the lock whoever holds it and wakes the head waiter.
+var FairLockForceUnlock = Script{
+	Name:   "fairlock.forceunlock",
+	Keys:   fairKeys,
+	Args:   []string{fairWakeArg, publishArg},
+	Reply:  "1 = the lock existed and was deleted; 0 = there was no lock",
+	Source: publishing(fairNowLua + fairForceUnlockLua),
+}
+
+const fairForceUnlockLua = `local n = redis.call('del', KEYS[1])
 wake(redis.call('lindex', KEYS[2], 0), ARGV[1])
 return n`
-
-var (
-	fairAcquireScript     = newScript(fairAcquireSrc)
-	fairReleaseScript     = newScript(fairReleaseSrc)
-	fairLeaveScript       = newScript(fairLeaveSrc)
-	fairForceUnlockScript = newScript(fairForceUnlockSrc)
-)

@@ -1,10 +1,15 @@
-package rlock
+package scripts
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
-// The plain lock's scripts. The lock itself is Redisson's (see scripts.go); beside it, in its hash slot, this
-// package keeps a queue of the waiters of every client, so that a release passes the lock to the waiter that came
-// first, whichever process it lives in, in the same step:
+// The plain lock's scripts. The lock itself is Redisson's: they were written from the semantics Redisson documents
+// (create-or-reenter else PTTL; release: not owner -> nil, decrement, delete + publish at zero), so that Java and
+// Go processes exclude and wake each other. Beside it, in its hash slot, rlock keeps a queue of the waiters of
+// every client, so that a release passes the lock to the waiter that came first, whichever process it lives in,
+// in the same step:
 //
 //	lock      HASH <name>, field <clientUUID>:<ownerID> -> hold count, PEXPIRE = lease (Redisson's)
 //	channel   redisson_lock__channel:{<name>}, unlock message "0" (Redisson's)
@@ -23,9 +28,9 @@ import "strconv"
 //
 // Every script names the four keys (lock, queue, deadlines, unlock channel) in this order, so that a Redis Cluster
 // and any proxy route them together and redirect them together while their slot migrates; they share the lock's
-// hash tag (plainKeys says why the channel is among them). The grant channels' prefix is derived from the queue's
-// name (grantPrefixLua), which keeps every EVALSHA to the strings it needs (each costs the server a string to parse
-// and hand to Lua, a cost the uncontended pair of scripts feels).
+// hash tag (rlock's plainKeys says why the channel is among them). The grant channels' prefix is derived from the
+// queue's name (grantPrefixLua), which keeps every EVALSHA to the strings it needs (each costs the server a string
+// to parse and hand to Lua, a cost the uncontended pair of scripts feels).
 //
 // A waiter's queue arguments travel in one string, its spec "<kind><lease>:<flag>:<nonce>": the entry's kind and
 // lease, a flag (the acquire's claim flag; the release's preference for its next waiter) and the nonce, empty when
@@ -33,6 +38,11 @@ import "strconv"
 //
 // The uncontended path stays what it was: an acquire that finds neither lock nor queue, and a release that finds
 // no queue, run no other command than Redisson's script would (one EXISTS more each).
+//
+// The replies differ from Redisson's where only rlock reads them: the acquire answers a granted lock with the new
+// hold count as a bulk string (Redisson: nil), so that the client learns the server's count even when the same
+// owner also holds the lock through another client; the release takes the hold count the owner expects and
+// answers a mismatch with the negated count (see LockRelease).
 
 // queueClockLua defines the functions the queued paths share. clock() reads the server's time in Unix
 // milliseconds once per script (TIME, under effects replication: see the fair lock's scripts), live() drops from
@@ -42,7 +52,7 @@ import "strconv"
 // When the queue empties (emptied), the ':chain' and ':gap' members go, and the grant records that may remain in
 // the deadline set (see queueHandOverLua) expire with it after markerMillis unless the queue fills again first
 // (an entry queued into an empty queue makes the set persistent again).
-const queueClockLua = `local now
+var queueClockLua = `local now
 local function clock()
   if not now then
     redis.replicate_commands()
@@ -99,7 +109,7 @@ end
 // owner that other calls may share) is recorded as the member ':g:<owner>' of the deadline set, scored with the
 // nonce, so that a hold of that owner can later be told to be this grant (grantedLua). A record written while the
 // queue is empty (the grantee was its last entry) expires with the set after markerMillis (recordGrantLua).
-const queueHandOverLua = `local function grant(o, l, n)
+var queueHandOverLua = `local function grant(o, l, n)
   redis.call('hset', KEYS[1], o, 1)
   redis.call('pexpire', KEYS[1], l)
   if n ~= string.match(o, ':([^:]*)$') then
@@ -123,14 +133,13 @@ end
 // queued on the server ({o = owner, l = lease, n = nonce, e = entry}). The lock goes to the head of the queue
 // (handOver) without ever being free; with nobody live queued, to nxt, directly; with neither, it is deleted and
 // the unlock message published (Redisson's release). nxt.prefer grants nxt before the head (the releasing client's
-// run of local grants, which the client bounds: queue.takeNextLocked). When hand-overs through the queue have kept
-// the lock taken
-// for chainMillis, it is deleted and published instead, and left for gapMillis to clients that do not queue (a
-// Redisson client on the same name, woken by the unlock message), so that they are never starved by a queue that
-// never empties; the head is told to attempt, and gets it when the gap ends if nobody else took it. (A client's
-// own run of direct grants is bounded the same way by the client: see queue.runStart.) Returns the grantee's nonce
-// (a string) when the lock went to a waiter of mine, 2 when it went to a waiter of another client, else 1.
-const queuePassOnLua = `local function passOn(mine, nxt)
+// run of local grants, which the client bounds). When hand-overs through the queue have kept the lock taken for
+// RunBound, it is deleted and published instead, and left for RunGap to clients that do not queue (a Redisson
+// client on the same name, woken by the unlock message), so that they are never starved by a queue that never
+// empties; the head is told to attempt, and gets it when the gap ends if nobody else took it. (A client's own run
+// of direct grants is bounded the same way by the client.) Returns the grantee's nonce (a string) when the lock
+// went to a waiter of mine, 2 when it went to a waiter of another client, else 1.
+var queuePassOnLua = `local function passOn(mine, nxt)
   local head = live()
   if nxt and nxt.prefer then
     redis.call('lrem', KEYS[2], 1, nxt.e)
@@ -171,64 +180,102 @@ end
 // live, as an emptied queue's set is (emptied): otherwise a record that its grantee never claims (it learnt of the
 // grant from the release's reply) and that no release of the queue path takes out would stay forever, in a key
 // without expiry.
-const recordGrantLua = `    redis.call('zadd', KEYS[3], n, ':g:' .. o)
+var recordGrantLua = `    redis.call('zadd', KEYS[3], n, ':g:' .. o)
     if redis.call('exists', KEYS[2]) == 0 then
       redis.call('pexpire', KEYS[3], ` + markerMillis + `)
     end`
 
-// markerMillis is how long the deadline set outlives an emptied queue: its grant records are needed until the
-// grantee claims the grant or leaves, within a liveness window (twice queueLiveness: a test checks).
-const markerMillis = "10000"
+// QueueLiveness is how long a queue entry lives without being refreshed: a waiter refreshes its entry by
+// attempting again (rlock does so every third of it at least), and the entry of a waiter whose process died is
+// dropped by the next script that finds it at the head once the window has passed.
+const QueueLiveness = 5 * time.Second
 
-// The fairness bound for clients that do not queue (see queuePassOnLua). A gap costs the queue's waiters at most
-// gapMillis per chainMillis of uninterrupted contention (0.5 %).
+// The fairness bound for clients that do not queue (see queuePassOnLua): a run of hand-overs through the queue
+// ends after RunBound, and the lock is then left for RunGap to whoever takes it. A gap costs the queue's waiters
+// at most RunGap per RunBound of uninterrupted contention (0.5 %). rlock bounds a client's own run of direct
+// grants to its waiters by the same two.
 const (
-	chainMillis = "1000"
-	gapMillis   = "5"
+	RunBound = time.Second
+	RunGap   = 5 * time.Millisecond
 )
 
-// queuedNotHead is the reply of an acquire attempt that was refused and is queued behind another waiter: it will
+// The timing constants as the scripts read them, in milliseconds. markerMillis is how long the deadline set
+// outlives an emptied queue: its grant records are needed until the grantee claims the grant or leaves, within a
+// liveness window, twice QueueLiveness.
+var (
+	queueLivenessMillis = millis(QueueLiveness)
+	markerMillis        = millis(2 * QueueLiveness)
+	chainMillis         = millis(RunBound)
+	gapMillis           = millis(RunGap)
+)
+
+// millis formats d as whole milliseconds, as the scripts read durations.
+func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+// QueuedNotHead is the reply of an acquire attempt that was refused and is queued behind another waiter: it will
 // be granted or told to attempt on its client's grant channel, and keeps its entry alive by attempting again at
 // its refresh interval. A refused head gets the lock's PTTL instead (its bound: a lock that expires publishes
 // nothing), and a refused try its PTTL as ever.
-const queuedNotHead = -3
+const QueuedNotHead = -3
+
+// The names of the plain lock's queue keys (the queue of entries, their deadlines) and the prefix of its clients'
+// grant channels, kept beside the lock in its hash slot. They are rlock's own (a Redisson client neither reads nor
+// writes them), hence their prefix.
+const (
+	LockQueuePrefix   = "locksmith_lock_queue"
+	LockTimeoutPrefix = "locksmith_lock_timeout"
+	LockGrantPrefix   = "locksmith_lock__channel" // + ":<clientUUID>": a client's grant channel
+)
 
 // The names of a lock's channels in Lua: the unlock channel (declared: KEYS[4]), and the prefix of the clients'
 // grant channels (each client's is the prefix, ':' and its UUID), derived from the queue's name (KEYS[2]), with
 // which it shares the tail ":{<name>}" (":<name>" for a name that has braces: Redisson's prefixName).
 const (
 	unlockChannelLua = `KEYS[4]`
-	grantPrefixLua   = `('` + lockGrantPrefix + `' .. string.sub(KEYS[2], #'` + lockQueuePrefix + `' + 1))`
+	grantPrefixLua   = `('` + LockGrantPrefix + `' .. string.sub(KEYS[2], #'` + LockQueuePrefix + `' + 1))`
 )
 
 // specPattern parses a waiter's spec (see above) into its entry kind and lease, its flag and its nonce.
 const specPattern = `'^([gw]%d+):([01]):(%d*)$'`
 
-// acquireSrc creates or re-enters the lock; otherwise it queues the caller (or refreshes its entry) and says how
-// long to wait at most.
-//
-//	KEYS[1..4] lock, queue, deadlines, unlock channel
-//	ARGV[1] lease in milliseconds
-//	ARGV[2] owner (<clientUUID>:<ownerID>)
-//	ARGV[3] the caller's spec: "" for a try without waiting, which is never queued; else
-//	        "<kind><lease>:<claim>:<nonce>": the first part of its queue entry (see above), "1" when the caller has
-//	        been queued (a hold of the owner that is the grant made to its entry while it waited, grantedLua, is
-//	        then claimed — its lease re-armed, its count reported — instead of re-entered; a hold of the owner that
-//	        is not, because another call shares the owner, is re-entered, and the entry leaves the queue), and the
-//	        entry's nonce, "" when it is the owner's id (an owner made for this call)
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a key
-// without expiry, -2: none) for a try and for the head of the queue (or the time left of a gap), queuedNotHead for
-// a waiter behind the head. The lock is only taken when it is free and nobody live is queued, or the caller is the
+// plainKeys describes the four keys every plain-lock script takes, in this order.
+var plainKeys = []string{"lock name", "queue (" + LockQueuePrefix + ":{name})",
+	"queue deadlines (" + LockTimeoutPrefix + ":{name})", "unlock channel (redisson_lock__channel:{name})"}
+
+// LockAcquire creates or re-enters the lock; otherwise it queues the caller (or refreshes its entry) and says how
+// long to wait at most. The lock is only taken when it is free and nobody live is queued, or the caller is the
 // head: a waiter never barges past the queue. A free lock whose head is another waiter is handed to that waiter
 // (or the waiter is woken) on the way, so a waiter whose wake-up was lost, or a lock that expired, never leaves the
-// queue stuck longer than the next attempt of anyone. An entry that no attempt refreshed for queueLiveness is
+// queue stuck longer than the next attempt of anyone. An entry that no attempt refreshed for QueueLiveness is
 // dropped.
-var acquireSrc = queuedAcquireSrc(`local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
+//
+// A waiter's spec carries the claim flag "1" once it has been queued: a hold of the owner that is the grant made
+// to its entry while it waited (grantedLua) is then claimed — its lease re-armed, its count reported — instead of
+// re-entered; a hold of the owner that is not, because another call shares the owner, is re-entered, and the entry
+// leaves the queue. The nonce is "" when it is the owner's id (an owner made for the call).
+var LockAcquire = Script{
+	Name: "lock.acquire",
+	Keys: plainKeys,
+	Args: []string{"lease in milliseconds", "owner (<clientUUID>:<ownerID>)",
+		"waiter's spec: \"\" for a try without waiting, never queued (what a caller outside rlock sends); " +
+			"rlock's waiters send \"<kind><lease>:<claim>:<nonce>\": their queue entry's kind and lease, \"1\" once " +
+			"queued (a grant made meanwhile is then claimed), and the entry's nonce (\"\" = the owner's id)",
+		publishArg},
+	Reply: "a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a " +
+		"key without expiry, -2: none) for a try and for the head of the queue (or the time left of a gap), -3 " +
+		"(QueuedNotHead) for a waiter queued behind the head",
+	Source: publishing(queuedAcquire(lockGrantLua, lockClaimLua)),
+}
+
+// lockGrantLua grants (or re-enters) the lock for ARGV[2] and answers the new hold count; lockClaimLua claims a
+// grant made to the caller's queue entry while it waited, answering the count granted.
+const (
+	lockGrantLua = `local n = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 redis.call('pexpire', KEYS[1], ARGV[1])
-return tostring(n)`, `redis.call('pexpire', KEYS[1], ARGV[1])
-return redis.call('hget', KEYS[1], ARGV[2])`)
+return tostring(n)`
+	lockClaimLua = `redis.call('pexpire', KEYS[1], ARGV[1])
+return redis.call('hget', KEYS[1], ARGV[2])`
+)
 
 // callerSpecLua parses the caller's spec ARGV[3] into kind, claim and nonce (all nil for a try, or a spec that does
 // not parse, which is treated as one) and builds its queue entry from them and the owner ARGV[2].
@@ -243,11 +290,12 @@ const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' o
   (tonumber(redis.call('zscore', KEYS[3], ':g:' .. ARGV[2]) or -1) == tonumber(nonce) and
   redis.call('zrem', KEYS[3], ':g:' .. ARGV[2]) == 1)))`
 
-// queuedAcquireSrc builds an acquire of the plain layout with the queue (acquireSrc, and the fenced lock's):
-// grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim
-// the Lua that returns the reply for a hold claimed (see acquireSrc). Extra keys a kind needs follow KEYS[4].
-func queuedAcquireSrc(grant, claim string) string {
-	return publishLua + `local taken = redis.call('exists', KEYS[1], KEYS[2])
+// queuedAcquire builds the body of an acquire of the plain layout with the queue (LockAcquire, and the fenced
+// lock's): grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply;
+// claim the Lua that returns the reply for a hold claimed (see LockAcquire). Extra keys a kind needs follow
+// KEYS[4].
+func queuedAcquire(grant, claim string) string {
+	return `local taken = redis.call('exists', KEYS[1], KEYS[2])
 if taken == 0 then
 ` + grant + `
 end
@@ -283,27 +331,18 @@ if redis.call('zadd', KEYS[3], now + ` + queueLivenessMillis + `, entry) == 1 th
   redis.call('persist', KEYS[3])
 end
 if redis.call('lindex', KEYS[2], 0) == entry then return bound end
-return ` + strconv.Itoa(queuedNotHead)
+return ` + strconv.Itoa(QueuedNotHead)
 }
 
-// releaseSrc releases one hold: it decrements the owner's hold count and re-arms the lease while holds remain;
+// LockRelease releases one hold: it decrements the owner's hold count and re-arms the lease while holds remain;
 // the last hold's release passes the lock on (queuePassOnLua): to the head of the queue in the same step, or to
 // the releasing client's own next waiter, or, with nobody waiting, by deleting it and publishing the unlock
 // message ("0", Redisson's).
 //
-//	KEYS[1..4] lock, queue, deadlines, unlock channel
-//	ARGV[1] owner
-//	ARGV[2] the hold count the owner expects to find, or 0 for "whatever it is"
-//	ARGV[3] lease in milliseconds, re-armed when holds remain
-//	ARGV[4], ARGV[5] optional: the releasing client's next waiter — its owner, and its spec
-//	        "<kind><lease>:<prefer>:<nonce>" (see above) — granted when nobody live is queued, or before the head
-//	        of the queue when prefer is "1" (the client's bounded run: queue.takeNextLocked)
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: nil = the owner does not hold the lock; 0 = one hold released, others remain; 1 = released (the lock is
-// free, or its head was told to take it); 2 = released and granted to a queued waiter of another client; a bulk
-// string = released and granted to the waiter of this client whose nonce it holds; a negative integer -n = the
-// owner holds n, not the count expected: nothing was changed. A next waiter whose spec does not parse is an error.
+// rlock may send two more arguments before the publish command (Args lists those a caller outside rlock sends):
+// the releasing client's next waiter, its owner and its spec "<kind><lease>:<prefer>:<nonce>", which is granted
+// the lock when nobody live is queued, or before the head of the queue when prefer is "1" (the client's bounded run
+// of local grants); the reply then names that waiter's nonce.
 //
 // Retry safety without a latch key. Redisson makes a retried unlock safe by writing a latch key
 // (redisson_unlock_latch:{name}:<requestId>) with the result on every unlock and checking it first, which costs a
@@ -312,9 +351,21 @@ return ` + strconv.Itoa(queuedNotHead)
 // count-1 (or no field at all: the lock was deleted or granted to the next waiter) instead of the expected count
 // and changes nothing; a retry that finds the named next waiter holding the lock reports that grant again. The
 // scheme needs no extra key, and it is cheaper than Redisson's latch-free script too: HGET replaces HEXISTS, and
-// the last hold is deleted without the HINCRBY. Measured server cost: see the package documentation, "Release and
-// retries".
-const releaseSrc = publishLua + `local nxt = nil
+// the last hold is deleted without the HINCRBY. Measured server cost: see rlock's package documentation, "Release
+// and retries".
+var LockRelease = Script{
+	Name: "lock.release",
+	Keys: plainKeys,
+	Args: []string{"owner", "expected hold count (0 = any)", "lease in milliseconds, re-armed while holds remain",
+		publishArg},
+	Reply: "nil = not held by the owner; 0 = one of several holds released; 1 = released (deleted and published, " +
+		"or the head of the queue told to take it); 2 = released and granted to a queued waiter of another client; " +
+		"a bulk string = released and granted to the waiter of the releasing client whose nonce it holds; -n = the " +
+		"owner holds n, not the count expected (nothing changed). A next waiter whose spec does not parse is an error",
+	Source: publishing(releaseLua),
+}
+
+var releaseLua = `local nxt = nil
 if ARGV[4] then
   local k, p, n = string.match(ARGV[5] or '', ` + specPattern + `)
   if not k then return redis.error_reply('ERR rlock: the next waiter spec does not parse') end
@@ -337,29 +388,31 @@ end
     redis.call('pexpire', KEYS[1], nxt.l)
     return nxt.n
   end
-  pub(` + unlockChannelLua + `, '` + unlockMessage + `')
+  pub(` + unlockChannelLua + `, '` + UnlockMessage + `')
   return 1
 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[3], ':g:' .. ARGV[1])
 return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
 
-// leaveSrc takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
+// LockLeave takes a waiter that gave up (its context ended, its wait ran out, its attempt's outcome is unknown) out
 // of the queue. When the lock was granted to it meanwhile (grantedLua), the grant's hold is given back: one hold
 // of the owner (other calls sharing the owner may have re-entered it), released as a last hold is when it was the
 // last (passOn). When the leaver was the head, the new head is served if the lock is free, and nudged otherwise
 // (it learns that it is the head, and so waits for the lock's expiry). Safe to send again: a second run finds
-// nothing to do.
-//
-//	KEYS[1..4] lock, queue, deadlines, unlock channel
-//	ARGV[1] unused (the lease: the arguments are the acquire's, so that an attempt's arguments serve both)
-//	ARGV[2] owner
-//	ARGV[3] the waiter's spec, as acquireSrc's; with claim "1" when the waiter may have been queued: a grant made
-//	        to it is looked for
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither (a spec that
-// does not parse included).
-const leaveSrc = publishLua + callerSpecLua + `if not entry then return 0 end
+// nothing to do. Its arguments are LockAcquire's, so that an attempt's arguments serve both.
+var LockLeave = Script{
+	Name: "lock.leave",
+	Keys: plainKeys,
+	Args: []string{"unused (the lease)", "owner",
+		"the waiter's spec, as LockAcquire's; with claim \"1\" when the waiter may have been queued: a grant made to " +
+			"it is looked for",
+		publishArg},
+	Reply: "2 = a grant to the waiter was released; 1 = it was queued and is not any more; 0 = neither (a spec " +
+		"that does not parse included)",
+	Source: publishing(leaveLua),
+}
+
+var leaveLua = callerSpecLua + `if not entry then return 0 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `local wasHead = redis.call('lindex', KEYS[2], 0) == entry
 local removed = redis.call('lrem', KEYS[2], 0, entry)
 if removed == 0 and claim == '1' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 and ` + grantedLua + ` then
@@ -379,5 +432,3 @@ elseif head and wasHead then
 end
 if removed > 0 then return 1 end
 return 0`
-
-var leaveScript = newScript(leaveSrc)

@@ -1,4 +1,4 @@
-package rlock
+package scripts
 
 // The sliding-window rate limiter's scripts, in Redisson's keyspace (RedissonRateLimiter, current layout):
 //
@@ -69,16 +69,26 @@ else
 end
 `
 
-// rlAcquireSrc takes n permits if the window has them.
-//
-//	KEYS[1..5] config, value, client value, permits, client permits
-//	ARGV[1] permits (0 < n <= rate)
-//	ARGV[2] random bytes making the grant's member unique
-//
-// Reply: nil = taken; an integer = refused, the milliseconds until the oldest grant leaves the window (the earliest
-// moment permits come back); the error RATEEXCEEDED when n exceeds the rate (it could never be granted);
-// RATENOTSET when no rate was set.
-const rlAcquireSrc = rlConfigLua + `local n = tonumber(ARGV[1])
+// rlKeys describes the five keys of the sliding-window limiter's scripts, and rlRateArgs the arguments that set
+// its rate.
+var (
+	rlKeys     = []string{"config (name)", "value", "client value", "permits", "client permits"}
+	rlRateArgs = []string{"rate", "interval in milliseconds", "type (0 = overall, 1 = per client)",
+		"keep-alive in milliseconds (0 = none)"}
+)
+
+// RateAcquire takes n permits if the window has them.
+var RateAcquire = Script{
+	Name: "ratelimiter.acquire",
+	Keys: rlKeys,
+	Args: []string{"permits (0 < n <= rate)", "random bytes making the grant unique"},
+	Reply: "nil = taken; an integer = refused, the milliseconds until the oldest grant leaves the window (the " +
+		"earliest moment permits come back); the error RATEEXCEEDED when n exceeds the rate (it could never be " +
+		"granted); RATENOTSET when no rate was set",
+	Source: rlConfigLua + rlAcquireLua,
+}
+
+const rlAcquireLua = `local n = tonumber(ARGV[1])
 if n > rate then
   return redis.error_reply('RATEEXCEEDED the permits requested exceed the rate; they can never be granted')
 end
@@ -93,20 +103,26 @@ redis.call('zadd', permitsName, now, struct.pack('Bc0I', string.len(ARGV[2]), AR
 redis.call('set', valueName, cur - n)
 ` + rlKeepAliveLua + `return nil`
 
-// rlAvailableSrc reports the permits left in the current window.
-//
-//	KEYS[1..5] as rlAcquireSrc
-//
-// Reply: the number of permits available; RATENOTSET when no rate was set.
-const rlAvailableSrc = rlConfigLua + `return cur`
+// RateAvailable reports the permits left in the current window.
+var RateAvailable = Script{
+	Name:   "ratelimiter.available",
+	Keys:   rlKeys,
+	Reply:  "the number of permits available; RATENOTSET when no rate was set",
+	Source: rlConfigLua + rlAvailableLua,
+}
 
-// rlTrySetSrc sets the rate if none was set, as Redisson's trySetRate (each field only if absent).
-//
-//	KEYS[1] config
-//	ARGV[1] rate, ARGV[2] interval ms, ARGV[3] type (0|1), ARGV[4] keep-alive ms (0 = none)
-//
-// Reply: 1 = set; 0 = a rate was set already.
-const rlTrySetSrc = `redis.call('hsetnx', KEYS[1], 'rate', ARGV[1])
+const rlAvailableLua = `return cur`
+
+// RateTrySetRate sets the rate if none was set, as Redisson's trySetRate (each field only if absent).
+var RateTrySetRate = Script{
+	Name:   "ratelimiter.trysetrate",
+	Keys:   []string{"config"},
+	Args:   rlRateArgs,
+	Reply:  "1 = set; 0 = a rate was set already",
+	Source: rlTrySetLua,
+}
+
+const rlTrySetLua = `redis.call('hsetnx', KEYS[1], 'rate', ARGV[1])
 redis.call('hsetnx', KEYS[1], 'interval', ARGV[2])
 redis.call('hsetnx', KEYS[1], 'keepAliveTime', ARGV[4])
 local res = redis.call('hsetnx', KEYS[1], 'type', ARGV[3])
@@ -115,11 +131,16 @@ if res == 1 and tonumber(ARGV[4]) > 0 then
 end
 return res`
 
-// rlSetSrc sets the rate, replacing any, and starts a fresh window.
-//
-//	KEYS[1..5] as rlAcquireSrc
-//	ARGV as rlTrySetSrc
-const rlSetSrc = `redis.call('hset', KEYS[1], 'rate', ARGV[1])
+// RateSetRate sets the rate, replacing any, and starts a fresh window.
+var RateSetRate = Script{
+	Name:   "ratelimiter.setrate",
+	Keys:   rlKeys,
+	Args:   rlRateArgs,
+	Reply:  "1",
+	Source: rlSetLua,
+}
+
+const rlSetLua = `redis.call('hset', KEYS[1], 'rate', ARGV[1])
 redis.call('hset', KEYS[1], 'interval', ARGV[2])
 redis.call('hset', KEYS[1], 'type', ARGV[3])
 redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
@@ -131,18 +152,19 @@ end
 redis.call('del', KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return 1`
 
-// fixedWindowSrc is the fixed-window limiter of the seed article (000): a counter per window that expires with
-// the window. Changed from the seed: n permits at once; a refused call gives its permits back, so callers that are
-// refused do not use up the next caller's window; the reply says when the window ends; and a counter found without
-// expiry (left by something else) gets the window's.
-//
-//	KEYS[1] counter key
-//	ARGV[1] permits (n > 0)
-//	ARGV[2] window in milliseconds
-//	ARGV[3] limit per window
-//
-// Reply: 0 = taken; a positive integer = refused, the milliseconds until the window ends.
-const fixedWindowSrc = `local v = redis.call('incrby', KEYS[1], ARGV[1])
+// FixedWindow is a fixed-window limiter in the manner of the usual Redis recipe (INCR a counter per window that
+// expires with the window), changed to take n permits at once; a refused call gives its permits back, so callers
+// that are refused do not use up the next caller's window; the reply says when the window ends; and a counter
+// found without expiry (left by something else) gets the window's.
+var FixedWindow = Script{
+	Name:   "ratelimiter.fixedwindow",
+	Keys:   []string{"counter key"},
+	Args:   []string{"permits (n > 0)", "window in milliseconds", "limit per window"},
+	Reply:  "0 = taken; a positive integer = refused, the milliseconds until the window ends",
+	Source: fixedWindowLua,
+}
+
+const fixedWindowLua = `local v = redis.call('incrby', KEYS[1], ARGV[1])
 local ttl = redis.call('pttl', KEYS[1])
 if ttl < 0 then
   redis.call('pexpire', KEYS[1], ARGV[2])
@@ -153,11 +175,3 @@ if v > tonumber(ARGV[3]) then
   return math.max(ttl, 1)
 end
 return 0`
-
-var (
-	rlAcquireScript   = newScript(rlAcquireSrc)
-	rlAvailableScript = newScript(rlAvailableSrc)
-	rlTrySetScript    = newScript(rlTrySetSrc)
-	rlSetScript       = newScript(rlSetSrc)
-	fixedWindowScript = newScript(fixedWindowSrc)
-)

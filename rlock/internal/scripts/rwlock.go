@@ -1,4 +1,4 @@
-package rlock
+package scripts
 
 // The read-write lock's scripts, in Redisson's keyspace (RedissonReadLock, RedissonWriteLock):
 //
@@ -16,17 +16,17 @@ package rlock
 // lease runs out); a write re-entry sets the lease to the longer of the remaining and the new one (Redisson adds
 // them); the last write release that leaves read holds publishes "1" too, so waiting readers may join them.
 
-// rwReadAcquireSrc takes one read hold.
-//
-//	KEYS[1] lock name
-//	KEYS[2] the owner's hold-key prefix {name}:<owner>:rwlock_timeout
-//	ARGV[1] lease in milliseconds
-//	ARGV[2] owner
-//	ARGV[3] owner's write field (<owner>:write)
-//
-// Reply: a bulk string = granted, the owner's read hold count (the index of the new hold key); an integer =
-// refused, the lock's PTTL.
-const rwReadAcquireSrc = `local mode = redis.call('hget', KEYS[1], 'mode')
+// ReadAcquire takes one read hold.
+var ReadAcquire = Script{
+	Name: "rwlock.readacquire",
+	Keys: []string{"lock name", "owner's hold-key prefix ({name}:<owner>:rwlock_timeout)"},
+	Args: []string{"lease in milliseconds", "owner", "owner's write field (<owner>:write)"},
+	Reply: "a bulk string = granted, the owner's read hold count (the index of the new hold key); an integer = " +
+		"refused, the lock's PTTL",
+	Source: rwReadAcquireLua,
+}
+
+const rwReadAcquireLua = `local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'read')
   redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -43,16 +43,17 @@ if mode == 'read' or redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
 end
 return redis.call('pttl', KEYS[1])`
 
-// rwWriteAcquireSrc takes one write hold.
-//
-//	KEYS[1] lock name
-//	ARGV[1] lease in milliseconds
-//	ARGV[2] owner's write field (<owner>:write)
-//	ARGV[3] owner (its read field)
-//
-// Reply: a bulk string = granted, the write hold count; an integer = refused, the lock's PTTL; the error
-// "RWUPGRADE ..." = the owner holds a read hold and no write hold: it would wait for itself forever.
-const rwWriteAcquireSrc = `local mode = redis.call('hget', KEYS[1], 'mode')
+// WriteAcquire takes one write hold.
+var WriteAcquire = Script{
+	Name: "rwlock.writeacquire",
+	Keys: []string{"lock name"},
+	Args: []string{"lease in milliseconds", "owner's write field (<owner>:write)", "owner (its read field)"},
+	Reply: "a bulk string = granted, the write hold count; an integer = refused, the lock's PTTL; the error " +
+		"\"RWUPGRADE ...\" = the owner holds a read hold and no write hold: it would wait for itself forever",
+	Source: rwWriteAcquireLua,
+}
+
+const rwWriteAcquireLua = `local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false then
   redis.call('hset', KEYS[1], 'mode', 'write')
   redis.call('hset', KEYS[1], ARGV[2], 1)
@@ -70,25 +71,31 @@ if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
 end
 return redis.call('pttl', KEYS[1])`
 
-// rwReadReleaseSrc releases the owner's newest read hold (conditional on the expected count, like every release
-// of this package). When other holds remain the lock's lease becomes the longest remaining read hold's; when none
-// remains (only expired holds of gone readers) the lock is deleted and "0" published.
-//
-//	KEYS[1] lock name
-//	KEYS[2] channel redisson_rwlock:{name}
-//	KEYS[3] the owner's hold-key prefix {name}:<owner>:rwlock_timeout
-//	KEYS[4] the hold-key prefix of every owner: {name} (an owner's keys are KEYS[4]:<owner>:rwlock_timeout:<n>)
-//	ARGV[1] owner
-//	ARGV[2] the read hold count the owner expects, or 0 for "whatever it is"
-//	ARGV[3] message ("0")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: nil = the owner holds no read hold; 0 = released, the lock remains (other holds); 1 = released and the
-// lock deleted; -n = the owner holds n read holds, not the count expected: nothing changed; {0, ms} = released, the
-// lock remains and so do n-1 read holds of the owner, the longest of which has ms milliseconds left (0 or less:
-// they all expired): each read hold has its own lease, so the client's local end of the owner's read lock moves
-// to that one's.
-const rwReadReleaseSrc = publishLua + holdCountLua + `local own = nil
+// rwChannelKey describes a read-write lock's channel, and rwHoldPrefixesKey the key prefix of every owner's read
+// holds (an owner's keys are {name}:<owner>:rwlock_timeout:<n>).
+const (
+	rwChannelKey      = "channel (redisson_rwlock:{name})"
+	rwHoldPrefixesKey = "every owner's hold-key prefix ({name})"
+)
+
+// ReadRelease releases the owner's newest read hold (conditional on the expected count, like every release of
+// rlock). When other holds remain the lock's lease becomes the longest remaining read hold's; when none remains
+// (only expired holds of gone readers) the lock is deleted and "0" published. Each read hold has its own lease, so
+// the reply of a release that leaves the owner read holds tells the client when the longest of them ends: its
+// local end of the owner's read lock moves to that one's.
+var ReadRelease = Script{
+	Name: "rwlock.readrelease",
+	Keys: []string{"lock name", rwChannelKey, "owner's hold-key prefix ({name}:<owner>:rwlock_timeout)",
+		rwHoldPrefixesKey},
+	Args: []string{"owner", "expected read hold count (0 = any)", "message (\"0\")", publishArg},
+	Reply: "nil = the owner holds no read hold; 0 = released, the lock remains (other holds); 1 = released and the " +
+		"lock deleted; -n = the owner holds n read holds, not the count expected: nothing changed; {0, ms} = " +
+		"released, the lock remains and so do n-1 read holds of the owner, the longest of which has ms milliseconds " +
+		"left (0 or less: they all expired)",
+	Source: publishing(holdCountLua + rwReadReleaseLua),
+}
+
+const rwReadReleaseLua = `local own = nil
 if c == 1 then
   redis.call('hdel', KEYS[1], ARGV[1])
 else
@@ -122,20 +129,19 @@ redis.call('del', KEYS[1])
 pub(KEYS[2], ARGV[3])
 return 1`
 
-// rwWriteReleaseSrc releases one write hold. The last one deletes the lock and publishes "1", or, when the owner
-// still has read holds (downgrade), switches the lock to read mode and publishes "1" as well.
-//
-//	KEYS[1] lock name
-//	KEYS[2] channel redisson_rwlock:{name}
-//	ARGV[1] owner's write field (<owner>:write)
-//	ARGV[2] the write hold count the owner expects, or 0 for "whatever it is"
-//	ARGV[3] lease in milliseconds, re-armed while write holds remain
-//	ARGV[4] message ("1")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: nil = the owner does not hold the write lock; 0 = one hold released, others remain; 1 = the write lock
-// released; -n = the owner holds n, not the count expected: nothing changed.
-const rwWriteReleaseSrc = publishLua + `if redis.call('hget', KEYS[1], 'mode') ~= 'write' then return nil end
+// WriteRelease releases one write hold. The last one deletes the lock and publishes "1", or, when the owner still
+// has read holds (downgrade), switches the lock to read mode and publishes "1" as well.
+var WriteRelease = Script{
+	Name: "rwlock.writerelease",
+	Keys: []string{"lock name", rwChannelKey},
+	Args: []string{"owner's write field (<owner>:write)", "expected write hold count (0 = any)",
+		"lease in milliseconds, re-armed while write holds remain", "message (\"1\")", publishArg},
+	Reply: "nil = the owner does not hold the write lock; 0 = one hold released, others remain; 1 = the write lock " +
+		"released; -n = the owner holds n, not the count expected: nothing changed",
+	Source: publishing(rwWriteReleaseLua),
+}
+
+const rwWriteReleaseLua = `if redis.call('hget', KEYS[1], 'mode') ~= 'write' then return nil end
 ` + holdCountLua + `if c > 1 then
   redis.call('hincrby', KEYS[1], ARGV[1], -1)
   local ttl = redis.call('pttl', KEYS[1])
@@ -151,19 +157,22 @@ end
 pub(KEYS[2], ARGV[4])
 return 1`
 
-// rwRenewSrc renews a batch of read-write lock holds in one call: write holds and read holds (the watchdog batches
-// the renewals of the other locks with renewSrc).
-//
-//	KEYS[i]     lock name
-//	ARGV[1]     lease in milliseconds (the watchdog timeout)
-//	ARGV[2i]    the hash field of entry i: the owner (plain layout, or a reader), or <owner>:write (a writer)
-//	ARGV[2i+1]  for a reader, its hold-key prefix {name}:<owner>:rwlock_timeout, whose keys 1..count are renewed
-//	            too; "" otherwise
-//
-// Reply: a bulk string with one character per entry: '1' renewed, '0' the field is gone (lost). The lock's lease
-// is never shortened: another reader's longer lease is kept. Only the owner's own read hold keys are renewed
-// (Redisson renews every reader's, which keeps a dead reader's holds alive as long as any reader lives).
-const rwRenewSrc = `local r = {}
+// RWRenew renews a batch of read-write lock holds in one call: write holds and read holds (the watchdog batches
+// the renewals of the other locks with Renew). The lock's lease is never shortened: another reader's longer lease
+// is kept. Only the owner's own read hold keys are renewed (Redisson renews every reader's, which keeps a dead
+// reader's holds alive as long as any reader lives).
+var RWRenew = Script{
+	Name: "rwlock.renew",
+	Keys: []string{"KEYS[i]: lock name of entry i"},
+	Args: []string{"lease in milliseconds (watchdog timeout)",
+		"ARGV[2i]: hash field of entry i: the owner (plain layout, or a reader), or <owner>:write (a writer)",
+		"ARGV[2i+1]: a reader's hold-key prefix {name}:<owner>:rwlock_timeout, whose keys 1..count are renewed " +
+			"too, else \"\""},
+	Reply:  "a bulk string with one character per entry: '1' renewed, '0' the field is gone (lost)",
+	Source: rwRenewLua,
+}
+
+const rwRenewLua = `local r = {}
 local lease = tonumber(ARGV[1])
 for i = 1, #KEYS do
   local c = redis.call('hget', KEYS[i], ARGV[2 * i])
@@ -184,21 +193,21 @@ for i = 1, #KEYS do
 end
 return table.concat(r)`
 
-// rwForceUnlockSrc deletes the lock, whoever holds it, when it is in the given mode, with the read holds' keys,
-// and wakes every waiter: the force unlock of one half (Redisson's RedissonReadLock/RedissonWriteLock
-// forceUnlock). Forcing the write lock leaves a lock in read mode alone, and the other way round (Redisson's
-// read-write force-unlock test). Redisson finds the read holds' keys with KEYS, which scans the whole keyspace and
-// cannot run on a cluster; here they are named from the hash: owner f's holds are KEYS[3]:f:rwlock_timeout:1..n.
-//
-//	KEYS[1] lock name
-//	KEYS[2] channel redisson_rwlock:{name}
-//	KEYS[3] the hold-key prefix of every owner: {name}
-//	ARGV[1] the mode to force: "read" or "write"
-//	ARGV[2] message ("1")
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = the lock was in that mode and is deleted; 0 = it was not (free, or in the other mode): nothing changed.
-const rwForceUnlockSrc = publishLua + `if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then return 0 end
+// RWForceUnlock deletes the lock, whoever holds it, when it is in the given mode, with the read holds' keys, and
+// wakes every waiter: the force unlock of one half (Redisson's RedissonReadLock/RedissonWriteLock forceUnlock).
+// Forcing the write lock leaves a lock in read mode alone, and the other way round (Redisson's read-write
+// force-unlock test). Redisson finds the read holds' keys with KEYS, which scans the whole keyspace and cannot run
+// on a cluster; here they are named from the hash: owner f's holds are KEYS[3]:f:rwlock_timeout:1..n.
+var RWForceUnlock = Script{
+	Name: "rwlock.forceunlock",
+	Keys: []string{"lock name", rwChannelKey, rwHoldPrefixesKey},
+	Args: []string{"the mode to force (\"read\" or \"write\")", "message (\"1\")", publishArg},
+	Reply: "1 = the lock was in that mode and is deleted; 0 = it was not (free, or in the other mode): nothing " +
+		"changed",
+	Source: publishing(rwForceUnlockLua),
+}
+
+const rwForceUnlockLua = `if redis.call('hget', KEYS[1], 'mode') ~= ARGV[1] then return 0 end
 for _, f in ipairs(redis.call('hkeys', KEYS[1])) do
   local n = tonumber(redis.call('hget', KEYS[1], f))
   if n and string.sub(f, -6) ~= ':write' then
@@ -211,15 +220,6 @@ redis.call('del', KEYS[1])
 pub(KEYS[2], ARGV[2])
 return 1`
 
-// rwWriteUnlockMessage is what a write unlock (and a force unlock) publishes on the lock's channel: every waiter
-// may try, any number of readers may enter. A read unlock publishes unlockMessage ("0"), which wakes one.
-const rwWriteUnlockMessage = "1"
-
-var (
-	rwReadAcquireScript  = newScript(rwReadAcquireSrc)
-	rwWriteAcquireScript = newScript(rwWriteAcquireSrc)
-	rwReadReleaseScript  = newScript(rwReadReleaseSrc)
-	rwWriteReleaseScript = newScript(rwWriteReleaseSrc)
-	rwRenewScript        = newScript(rwRenewSrc)
-	rwForceUnlockScript  = newScript(rwForceUnlockSrc)
-)
+// WriteUnlockMessage is what a write unlock (and a force unlock) publishes on a read-write lock's channel: every
+// waiter may try, any number of readers may enter. A read unlock publishes UnlockMessage ("0"), which wakes one.
+const WriteUnlockMessage = "1"

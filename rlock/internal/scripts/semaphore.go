@@ -1,4 +1,4 @@
-package rlock
+package scripts
 
 // The semaphore's scripts, in Redisson's keyspace (RedissonSemaphore):
 //
@@ -8,41 +8,46 @@ package rlock
 //
 // Every script is one round trip and atomic; none needs the server's clock.
 
-// semAcquireSrc takes n permits if that many are available.
-//
-//	KEYS[1] semaphore name
-//	ARGV[1] permits (n > 0)
-//
-// Reply: 1 = taken; 0 = fewer than n available (or the semaphore was never set).
-const semAcquireSrc = `local v = redis.call('get', KEYS[1])
+// SemaphoreAcquire takes n permits if that many are available.
+var SemaphoreAcquire = Script{
+	Name:   "semaphore.acquire",
+	Keys:   []string{"semaphore name"},
+	Args:   []string{"permits (n > 0)"},
+	Reply:  "1 = taken; 0 = fewer than n available (or the semaphore was never set)",
+	Source: semAcquireLua,
+}
+
+const semAcquireLua = `local v = redis.call('get', KEYS[1])
 if v ~= false and tonumber(v) >= tonumber(ARGV[1]) then
   redis.call('decrby', KEYS[1], ARGV[1])
   return 1
 end
 return 0`
 
-// semReleaseSrc returns n permits and publishes the new number available.
-//
-//	KEYS[1] semaphore name
-//	KEYS[2] channel
-//	ARGV[1] permits (n > 0)
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: the number of permits available afterwards.
-const semReleaseSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
+// SemaphoreRelease returns n permits and publishes the new number available.
+var SemaphoreRelease = Script{
+	Name:   "semaphore.release",
+	Keys:   []string{"semaphore name", "channel (redisson_sc:{name})"},
+	Args:   []string{"permits (n > 0)", publishArg},
+	Reply:  "the number of permits available afterwards",
+	Source: publishing(semReleaseLua),
+}
+
+const semReleaseLua = `local v = redis.call('incrby', KEYS[1], ARGV[1])
 pub(KEYS[2], v)
 return v`
 
-// semTrySetSrc sets the number of permits if the semaphore was never set (or was deleted).
-//
-//	KEYS[1] semaphore name
-//	KEYS[2] channel
-//	ARGV[1] permits
-//	ARGV[2] time to live of the semaphore in milliseconds, 0 = none (Redisson's trySetPermits(permits, ttl))
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: 1 = set; 0 = it was set already, nothing changed.
-const semTrySetSrc = publishLua + `if redis.call('exists', KEYS[1]) == 1 then return 0 end
+// SemaphoreTrySetPermits sets the number of permits if the semaphore was never set (or was deleted).
+var SemaphoreTrySetPermits = Script{
+	Name: "semaphore.trysetpermits",
+	Keys: []string{"semaphore name", "channel"},
+	Args: []string{"permits",
+		"time to live of the semaphore in milliseconds, 0 = none (Redisson's trySetPermits(permits, ttl))", publishArg},
+	Reply:  "1 = set; 0 = it was set already, nothing changed",
+	Source: publishing(semTrySetLua),
+}
+
+const semTrySetLua = `if redis.call('exists', KEYS[1]) == 1 then return 0 end
 if tonumber(ARGV[2]) > 0 then
   redis.call('set', KEYS[1], ARGV[1], 'px', ARGV[2])
 else
@@ -51,37 +56,33 @@ end
 pub(KEYS[2], ARGV[1])
 return 1`
 
-// semAddSrc adds n permits (n may be negative: the number available may then drop below zero, and acquires wait
-// until releases bring it back) and publishes the new number when it grew.
-//
-//	KEYS[1] semaphore name
-//	KEYS[2] channel
-//	ARGV[1] permits to add (non-zero)
-//	last ARGV: the publish command (publishLua)
-//
-// Reply: the number of permits available afterwards.
-const semAddSrc = publishLua + `local v = redis.call('incrby', KEYS[1], ARGV[1])
+// SemaphoreAddPermits adds n permits (n may be negative: the number available may then drop below zero, and
+// acquires wait until releases bring it back) and publishes the new number when it grew.
+var SemaphoreAddPermits = Script{
+	Name:   "semaphore.addpermits",
+	Keys:   []string{"semaphore name", "channel"},
+	Args:   []string{"permits to add (non-zero)", publishArg},
+	Reply:  "the number of permits available afterwards",
+	Source: publishing(semAddLua),
+}
+
+const semAddLua = `local v = redis.call('incrby', KEYS[1], ARGV[1])
 if tonumber(ARGV[1]) > 0 then
   pub(KEYS[2], v)
 end
 return v`
 
-// semDrainSrc takes every available permit.
-//
-//	KEYS[1] semaphore name
-//
-// Reply: the number of permits taken (0 when none, or never set).
-const semDrainSrc = `local v = redis.call('get', KEYS[1])
+// SemaphoreDrain takes every available permit.
+var SemaphoreDrain = Script{
+	Name:   "semaphore.drain",
+	Keys:   []string{"semaphore name"},
+	Reply:  "the number of permits taken (0 when none, or never set)",
+	Source: semDrainLua,
+}
+
+const semDrainLua = `local v = redis.call('get', KEYS[1])
 if v == false then return 0 end
 v = tonumber(v)
 if v <= 0 then return 0 end
 redis.call('set', KEYS[1], 0, 'keepttl')
 return v`
-
-var (
-	semAcquireScript = newScript(semAcquireSrc)
-	semReleaseScript = newScript(semReleaseSrc)
-	semTrySetScript  = newScript(semTrySetSrc)
-	semAddScript     = newScript(semAddSrc)
-	semDrainScript   = newScript(semDrainSrc)
-)
