@@ -13,8 +13,14 @@ package scripts
 // effect — a release that deleted the lock would answer an error, and the caller would report a release that
 // happened as a failure. pub runs it with redis.pcall and records the refusal instead, so that the script finishes
 // what it does; publishing wraps the script so that its reply then says so (see publishRefusedLua).
-const publishLua = `local publish = table.remove(ARGV)
-local refused = nil
+const publishLua = publishCommandLua + publishRestLua
+
+// publishCommandLua takes the publish command off ARGV (the first line of every publishing script); publishRestLua
+// is the rest of the prelude, which makes pub. A fast path (publishingFast) runs between the two.
+const (
+	publishCommandLua = `local publish = table.remove(ARGV)
+`
+	publishRestLua = `local refused = nil
 local function pub(ch, msg)
   local r = redis.pcall(publish, ch, msg)
   if type(r) == 'table' and r.err then
@@ -25,6 +31,7 @@ local function pub(ch, msg)
   end
 end
 `
+)
 
 // PublishRefusedMarker opens the reply of a script whose pub was refused (publishRefusedLua).
 const PublishRefusedMarker = "locksmith:publish-refused"
@@ -49,6 +56,26 @@ return reply
 // function script(), and the ending that reports a refused message in the reply (publishRefusedLua).
 func publishing(body string) string {
 	return publishLua + "local function script()\n" + body + publishRefusedLua
+}
+
+// publishingFast is publishing with a fast path: fast runs first, before the prelude makes pub and the script's
+// body becomes a function — two closures every run of the script would otherwise make, which an uncontended
+// acquire or release pays for without needing them (about a fifth of a microsecond of server time per script).
+// fast may answer (return); it publishes only with fastPublishLua. When it falls through, body runs as
+// publishing's does, and may read the locals fast declared.
+func publishingFast(fast, body string) string {
+	return publishCommandLua + fast + publishRestLua + "local function script()\n" + body + publishRefusedLua
+}
+
+// fastPublishLua publishes message on channel (Lua expressions) and answers reply, from a fast path: without pub,
+// it reports a refused message in the reply the way publishRefusedLua does.
+func fastPublishLua(channel, message, reply string) string {
+	return `local r = redis.pcall(publish, ` + channel + `, ` + message + `)
+if type(r) == 'table' and r.err then
+  return {'` + PublishRefusedMarker + `', {` + reply + `}, r.err, ` + channel + `, ` + message + `}
+end
+return ` + reply + `
+`
 }
 
 // publishArg describes the last argument of every script that publishes.

@@ -26,7 +26,7 @@ var FencedLockAcquire = Script{
 	Keys:   append(append([]string(nil), plainKeys...), "token key (redisson_lock_token:{name})"),
 	Args:   LockAcquire.Args,
 	Reply:  "an array {hold count, token} = granted; an integer = refused, as LockAcquire's",
-	Source: publishing(queuedAcquire(fencedGrantLua, fencedGrantLua)),
+	Source: queuedAcquire(fencedGrantLua, fencedGrantLua),
 }
 
 // fencedGrantLua grants (or re-enters) the lock for ARGV[2] with the next token, seeding a missing counter from the

@@ -264,7 +264,7 @@ var LockAcquire = Script{
 	Reply: "a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a " +
 		"key without expiry, -2: none) for a try and for the head of the queue (or the time left of a gap), -3 " +
 		"(QueuedNotHead) for a waiter queued behind the head",
-	Source: publishing(queuedAcquire(lockGrantLua, lockClaimLua)),
+	Source: queuedAcquire(lockGrantLua, lockClaimLua),
 }
 
 // lockGrantLua grants (or re-enters) the lock for ARGV[2] and answers the new hold count; lockClaimLua claims a
@@ -290,28 +290,29 @@ const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' o
   (tonumber(redis.call('zscore', KEYS[3], ':g:' .. ARGV[2]) or -1) == tonumber(nonce) and
   redis.call('zrem', KEYS[3], ':g:' .. ARGV[2]) == 1)))`
 
-// queuedAcquire builds the body of an acquire of the plain layout with the queue (LockAcquire, and the fenced
-// lock's): grant is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply;
-// claim the Lua that returns the reply for a hold claimed (see LockAcquire). Extra keys a kind needs follow
-// KEYS[4].
+// queuedAcquire builds an acquire of the plain layout with the queue (LockAcquire, and the fenced lock's): grant
+// is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim the Lua
+// that returns the reply for a hold claimed (see LockAcquire). Extra keys a kind needs follow KEYS[4]. Its fast
+// path, an acquire that finds neither lock nor queue, runs Redisson's commands and one EXISTS, before anything of
+// the queue or of publishing is set up (publishingFast).
 func queuedAcquire(grant, claim string) string {
-	return `local taken = redis.call('exists', KEYS[1], KEYS[2])
+	return publishingFast(`local taken = redis.call('exists', KEYS[1], KEYS[2])
 if taken == 0 then
-` + grant + `
+`+grant+`
 end
-` + callerSpecLua + `if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+`, callerSpecLua+`if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   if claim == '1' then
-    if ` + grantedLua + ` then
-` + claim + `
+    if `+grantedLua+` then
+`+claim+`
     end
     redis.call('lrem', KEYS[2], 0, entry)
     redis.call('zrem', KEYS[3], entry)
   end
-` + grant + `
+`+grant+`
 elseif not entry and (taken == 2 or redis.call('exists', KEYS[2]) == 0) then
   return redis.call('pttl', KEYS[1])
 end
-` + queueClockLua + queueHandOverLua + `local head = live()
+`+queueClockLua+queueHandOverLua+`local head = live()
 local bound = nil
 if redis.call('exists', KEYS[1]) == 0 then
   local gap = tonumber(redis.call('zscore', KEYS[3], ':gap') or 0)
@@ -319,19 +320,19 @@ if redis.call('exists', KEYS[1]) == 0 then
     bound = gap - now
   elseif not head or head == entry then
     if head then dequeue(head) end
-` + grant + `
+`+grant+`
   else
     handOver(head, '')
   end
 end
 bound = bound or redis.call('pttl', KEYS[1])
 if not entry then return bound end
-if redis.call('zadd', KEYS[3], now + ` + queueLivenessMillis + `, entry) == 1 then
+if redis.call('zadd', KEYS[3], now + `+queueLivenessMillis+`, entry) == 1 then
   redis.call('rpush', KEYS[2], entry)
   redis.call('persist', KEYS[3])
 end
 if redis.call('lindex', KEYS[2], 0) == entry then return bound end
-return ` + strconv.Itoa(QueuedNotHead)
+return `+strconv.Itoa(QueuedNotHead))
 }
 
 // LockRelease releases one hold: it decrements the owner's hold count and re-arms the lease while holds remain;
@@ -362,8 +363,22 @@ var LockRelease = Script{
 		"or the head of the queue told to take it); 2 = released and granted to a queued waiter of another client; " +
 		"a bulk string = released and granted to the waiter of the releasing client whose nonce it holds; -n = the " +
 		"owner holds n, not the count expected (nothing changed). A next waiter whose spec does not parse is an error",
-	Source: publishing(releaseLua),
+	Source: publishingFast(releaseFastLua, releaseLua),
 }
+
+// releaseFastLua is the release's fast path (publishingFast): the last hold of an owner, with no next waiter
+// named and nobody queued, is deleted and the unlock message published — Redisson's release and one EXISTS. It
+// leaves c, the owner's hold count, to the body when it falls through (the lock has a queue); nil when it did not
+// look (a next waiter was named).
+var releaseFastLua = `local c = nil
+if not ARGV[4] then
+  c = redis.call('hget', KEYS[1], ARGV[1])
+  if not c then return nil end
+` + expectCountLua + decrementLua + `  if redis.call('exists', KEYS[2]) == 0 then
+    redis.call('del', KEYS[1])
+` + fastPublishLua(unlockChannelLua, `'`+UnlockMessage+`'`, "1") + `  end
+end
+`
 
 var releaseLua = `local nxt = nil
 if ARGV[4] then
@@ -372,7 +387,8 @@ if ARGV[4] then
   if n == '' then n = string.match(ARGV[4], ':([^:]*)$') end
   nxt = {o = ARGV[4], l = string.match(k, '^%a(%d+)$'), n = n, e = k .. ':' .. n .. ':' .. ARGV[4], prefer = p == '1'}
 end
-local c = redis.call('hget', KEYS[1], ARGV[1])
+if not c then
+c = redis.call('hget', KEYS[1], ARGV[1])
 if not c then
   if nxt and redis.call('hexists', KEYS[1], nxt.o) == 1 then return nxt.n end
   return nil
@@ -390,6 +406,7 @@ end
   end
   pub(` + unlockChannelLua + `, '` + UnlockMessage + `')
   return 1
+end
 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[3], ':g:' .. ARGV[1])
 return passOn(string.match(ARGV[1], '^(.*):'), nxt)`

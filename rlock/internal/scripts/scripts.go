@@ -20,7 +20,7 @@ type Script struct {
 // Publishes reports whether the script whose source is src publishes: it then takes the publish command as its
 // last argument, and when the server refuses one of its messages it answers with the refusal around its reply,
 // {PublishRefusedMarker, {reply}, error, channel1, message1, ...} (see publishing).
-func Publishes(src string) bool { return strings.HasPrefix(src, publishLua) }
+func Publishes(src string) bool { return strings.HasPrefix(src, publishCommandLua) }
 
 // All is every script, in a fixed order, the plain lock's acquire and release first: the table rlock.Scripts
 // reports.

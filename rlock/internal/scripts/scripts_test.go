@@ -40,8 +40,9 @@ func TestPublishingScriptsTakeThePublishCommandLast(t *testing.T) {
 	}
 }
 
-// TestScriptsPublishOnlyThroughPub checks that every message a script sends goes through pub (publishLua), so that
-// a refusal never aborts a script after its writes: no script calls the publish command with redis.call.
+// TestScriptsPublishOnlyThroughPub checks that every message a script sends goes through pub (publishLua) or a
+// fast path's fastPublishLua, so that a refusal never aborts a script after its writes: no script calls the
+// publish command with redis.call.
 func TestScriptsPublishOnlyThroughPub(t *testing.T) {
 	for _, s := range All {
 		if strings.Contains(s.Source, "redis.call(publish") || strings.Contains(s.Source, "redis.call('publish'") ||
