@@ -171,7 +171,7 @@
 // thread keeps polling at a short interval while any loop waits, where a process whose goroutines all wait on the
 // netpoller lets it sleep. With many processes each waiting for a lock (the contention a distributed lock exists
 // for), that idle cost decides throughput: on 2 cores, 64 processes taking turns on one lock used about half the
-// client CPU per grant on the netpoller (bench/README.md, "Contention across processes").
+// client CPU per grant on the netpoller (bench/README.md, "conn").
 //
 // # Where callbacks run
 //
