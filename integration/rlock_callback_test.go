@@ -112,6 +112,67 @@ func TestBlockingCallInsideFutureCallbackFailsAtOnce(t *testing.T) {
 	mustUnlock(t, l, blocker)
 }
 
+// Every blocking query of every lock kind, made inside a callback, fails with ErrInCallback and sends nothing — also
+// when its reply would have come at once, which made the answer depend on a race while a query sent its command
+// before its wait checked for a callback.
+func TestEveryBlockingQueryInsideACallbackSendsNothing(t *testing.T) {
+	srv := startServer(t)
+	c := newLockClient(t, srv, 0)
+	ctx := ctxT(t, 20*time.Second)
+	l, fair, fenced, rw := c.Lock("q"), c.FairLock("q-fair"), c.FencedLock("q-fenced"), c.ReadWriteLock("q-rw")
+	multi, red := rlock.NewMultiLock(c.Lock("q-m1"), c.Lock("q-m2")), rlock.NewRedLock(c.Lock("q-r1"))
+	held := mustLock(t, l, ctx)
+	defer mustUnlock(t, l, held)
+	queries := map[string]func() error{
+		"Lock.IsLocked":                  func() error { _, err := l.IsLocked(ctx); return err },
+		"Lock.IsHeldBy":                  func() error { _, err := l.IsHeldBy(held); return err },
+		"Lock.HoldCount":                 func() error { _, err := l.HoldCount(held); return err },
+		"Lock.RemainTimeToLive":          func() error { _, err := l.RemainTimeToLive(ctx); return err },
+		"Lock.Status":                    func() error { _, err := l.Status(ctx); return err },
+		"FairLock.IsLocked":              func() error { _, err := fair.IsLocked(ctx); return err },
+		"FairLock.IsHeldBy":              func() error { _, err := fair.IsHeldBy(held); return err },
+		"FairLock.HoldCount":             func() error { _, err := fair.HoldCount(held); return err },
+		"FairLock.QueueLength":           func() error { _, err := fair.QueueLength(ctx); return err },
+		"FairLock.RemainTimeToLive":      func() error { _, err := fair.RemainTimeToLive(ctx); return err },
+		"FencedLock.Token":               func() error { _, err := fenced.Token(ctx); return err },
+		"FencedLock.IsLocked":            func() error { _, err := fenced.IsLocked(ctx); return err },
+		"FencedLock.IsHeldBy":            func() error { _, err := fenced.IsHeldBy(held); return err },
+		"FencedLock.HoldCount":           func() error { _, err := fenced.HoldCount(held); return err },
+		"FencedLock.RemainTimeToLive":    func() error { _, err := fenced.RemainTimeToLive(ctx); return err },
+		"ReadWriteLock.Mode":             func() error { _, err := rw.Mode(ctx); return err },
+		"ReadWriteLock.RemainTimeToLive": func() error { _, err := rw.RemainTimeToLive(ctx); return err },
+		"ReadWriteLock.Status":           func() error { _, err := rw.Status(ctx); return err },
+		"ReadLock.IsLocked":              func() error { _, err := rw.ReadLock().IsLocked(ctx); return err },
+		"ReadLock.HoldCount":             func() error { _, err := rw.ReadLock().HoldCount(held); return err },
+		"ReadLock.RemainTimeToLive":      func() error { _, err := rw.ReadLock().RemainTimeToLive(ctx); return err },
+		"WriteLock.IsLocked":             func() error { _, err := rw.WriteLock().IsLocked(ctx); return err },
+		"WriteLock.HoldCount":            func() error { _, err := rw.WriteLock().HoldCount(held); return err },
+		"MultiLock.IsHeldBy":             func() error { _, err := multi.IsHeldBy(held); return err },
+		"MultiLock.HoldCount":            func() error { _, err := multi.HoldCount(held); return err },
+		"RedLock.IsHeldBy":               func() error { _, err := red.IsHeldBy(held); return err },
+		"RedLock.HoldCount":              func() error { _, err := red.HoldCount(held); return err },
+	}
+	before := commandCalls(t, srv)
+	errs := map[string]error{}
+	// A callback registered on a completed future runs at once, on this goroutine, as a callback.
+	future.Completed(0, nil).OnComplete(func(int, error) {
+		for name, q := range queries {
+			errs[name] = q()
+		}
+	})
+	for name, err := range errs {
+		if !errors.Is(err, rlock.ErrInCallback) {
+			t.Errorf("%s inside a callback: %v, want ErrInCallback", name, err)
+		}
+	}
+	if len(errs) != len(queries) {
+		t.Fatalf("the callback ran %d of %d queries", len(errs), len(queries))
+	}
+	if sent := commandCalls(t, srv) - before; sent != 0 {
+		t.Errorf("the refused queries sent %d commands, want none", sent)
+	}
+}
+
 // An Observer method runs as a callback: a blocking call in it fails at once; the call that reported the event
 // completes normally.
 func TestBlockingCallInsideObserverFailsAtOnce(t *testing.T) {

@@ -204,7 +204,9 @@ func (l *FairLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 }
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
-func (l *FairLock) IsLocked(ctx context.Context) (bool, error) { return l.IsLockedAsync(ctx).Get(ctx) }
+func (l *FairLock) IsLocked(ctx context.Context) (bool, error) {
+	return blocking(ctx, func() *future.Future[bool] { return l.IsLockedAsync(ctx) })
+}
 
 // IsLockedAsync is the asynchronous form of IsLocked.
 func (l *FairLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
@@ -214,7 +216,7 @@ func (l *FairLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FairLock) IsHeldBy(held context.Context) (bool, error) {
-	return l.IsHeldByAsync(held).Get(background)
+	return blocking(background, func() *future.Future[bool] { return l.IsHeldByAsync(held) })
 }
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
@@ -224,7 +226,7 @@ func (l *FairLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
 
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). Bounded like IsHeldBy.
 func (l *FairLock) HoldCount(held context.Context) (int, error) {
-	return l.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return l.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.
@@ -235,7 +237,7 @@ func (l *FairLock) HoldCountAsync(held context.Context) *future.Future[int] {
 // QueueLength returns how many waiters are queued on the server (any client). It blocks until the server answers
 // or ctx ends.
 func (l *FairLock) QueueLength(ctx context.Context) (int, error) {
-	return l.QueueLengthAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[int] { return l.QueueLengthAsync(ctx) })
 }
 
 // QueueLengthAsync is the asynchronous form of QueueLength.
@@ -252,7 +254,7 @@ func (l *FairLock) QueueLengthAsync(ctx context.Context) *future.Future[int] {
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FairLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.RemainTimeToLiveAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[time.Duration] { return l.RemainTimeToLiveAsync(ctx) })
 }
 
 // RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.

@@ -183,7 +183,9 @@ func (l *FencedLock) UnlockAsync(held context.Context) *future.Future[struct{}] 
 
 // Token returns the current token: the one of the latest grant, 0 when the lock was never taken. It blocks until
 // the server answers or ctx ends.
-func (l *FencedLock) Token(ctx context.Context) (int64, error) { return l.TokenAsync(ctx).Get(ctx) }
+func (l *FencedLock) Token(ctx context.Context) (int64, error) {
+	return blocking(ctx, func() *future.Future[int64] { return l.TokenAsync(ctx) })
+}
 
 // TokenAsync is the asynchronous form of Token.
 func (l *FencedLock) TokenAsync(ctx context.Context) *future.Future[int64] {
@@ -211,7 +213,7 @@ func (l *FencedLock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] 
 
 // IsLocked reports whether anyone holds the lock. It blocks until the server answers or ctx ends.
 func (l *FencedLock) IsLocked(ctx context.Context) (bool, error) {
-	return l.IsLockedAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[bool] { return l.IsLockedAsync(ctx) })
 }
 
 // IsLockedAsync is the asynchronous form of IsLocked.
@@ -222,7 +224,7 @@ func (l *FencedLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
 // HoldCount returns how many holds the owner held carries has on the lock (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (l *FencedLock) HoldCount(held context.Context) (int, error) {
-	return l.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return l.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.
@@ -233,7 +235,7 @@ func (l *FencedLock) HoldCountAsync(held context.Context) *future.Future[int] {
 // IsHeldBy reports whether the owner held carries holds the lock. It is bounded by the transport's response
 // timeout, not by held's cancellation.
 func (l *FencedLock) IsHeldBy(held context.Context) (bool, error) {
-	return l.IsHeldByAsync(held).Get(background)
+	return blocking(background, func() *future.Future[bool] { return l.IsHeldByAsync(held) })
 }
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
@@ -244,7 +246,7 @@ func (l *FencedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
 // RemainTimeToLive returns how long the lock's lease still runs, TTLNoKey when nobody holds it. It blocks until
 // the server answers or ctx ends.
 func (l *FencedLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.RemainTimeToLiveAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[time.Duration] { return l.RemainTimeToLiveAsync(ctx) })
 }
 
 // RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.

@@ -162,7 +162,7 @@ func (m *MultiLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // owner holds nothing (false, without I/O). Like Lock.IsHeldBy it is bounded by the transport's response timeout,
 // not by held's cancellation; it returns the locks' errors joined, each naming its lock.
 func (m *MultiLock) IsHeldBy(held context.Context) (bool, error) {
-	return m.IsHeldByAsync(held).Get(background)
+	return blocking(background, func() *future.Future[bool] { return m.IsHeldByAsync(held) })
 }
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
@@ -173,7 +173,7 @@ func (m *MultiLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
 // HoldCount returns how many times the owner held carries holds the MultiLock: the smallest hold count among its
 // locks (each acquisition of the MultiLock adds one hold to every lock). Bounded like IsHeldBy.
 func (m *MultiLock) HoldCount(held context.Context) (int, error) {
-	return m.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return m.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.

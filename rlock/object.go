@@ -49,3 +49,14 @@ func inCallback() error {
 	}
 	return nil
 }
+
+// blocking is a blocking call made of its asynchronous form and a wait: inside a future callback or an Observer
+// method it fails with ErrInCallback before async sends anything (inCallback), as every blocking call of the
+// package does, instead of sending and then returning whatever Get finds.
+func blocking[T any](ctx context.Context, async func() *future.Future[T]) (T, error) {
+	if err := inCallback(); err != nil {
+		var zero T
+		return zero, err
+	}
+	return async().Get(ctx)
+}

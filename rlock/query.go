@@ -52,7 +52,9 @@ func (l *Lock) ForceUnlockAsync(ctx context.Context) *future.Future[bool] {
 }
 
 // IsLocked reports whether anyone holds the lock (EXISTS). It blocks until the server answers or ctx ends.
-func (l *Lock) IsLocked(ctx context.Context) (bool, error) { return l.IsLockedAsync(ctx).Get(ctx) }
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	return blocking(ctx, func() *future.Future[bool] { return l.IsLockedAsync(ctx) })
+}
 
 // IsLockedAsync is the asynchronous form of IsLocked.
 func (l *Lock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
@@ -64,7 +66,7 @@ func (l *Lock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
 // call is bounded by the transport's response timeout, not by held's cancellation, so a held context cancelled as
 // lost can be asked. Use IsHeldByAsync and Get to bound it otherwise.
 func (l *Lock) IsHeldBy(held context.Context) (bool, error) {
-	return l.IsHeldByAsync(held).Get(background)
+	return blocking(background, func() *future.Future[bool] { return l.IsHeldByAsync(held) })
 }
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
@@ -75,7 +77,7 @@ func (l *Lock) IsHeldByAsync(held context.Context) *future.Future[bool] {
 // HoldCount returns how many holds the owner held carries has on the lock (HGET; 0 when none), Redisson's
 // getHoldCount. Bounded like IsHeldBy.
 func (l *Lock) HoldCount(held context.Context) (int, error) {
-	return l.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return l.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.
@@ -86,7 +88,7 @@ func (l *Lock) HoldCountAsync(held context.Context) *future.Future[int] {
 // RemainTimeToLive returns how long the lock's lease still runs (PTTL), TTLNoKey when nobody holds it, or
 // TTLNoExpiry for a key without expiry. It blocks until the server answers or ctx ends.
 func (l *Lock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return l.RemainTimeToLiveAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[time.Duration] { return l.RemainTimeToLiveAsync(ctx) })
 }
 
 // RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.

@@ -257,7 +257,7 @@ func (r *RedLock) UnlockAsync(held context.Context) *future.Future[struct{}] { r
 // (false, without I/O). A master that cannot be asked counts as not held; the errors are returned, joined, when a
 // majority could not be asked. Bounded by the transport's response timeout, not by held's cancellation.
 func (r *RedLock) IsHeldBy(held context.Context) (bool, error) {
-	return r.IsHeldByAsync(held).Get(background)
+	return blocking(background, func() *future.Future[bool] { return r.IsHeldByAsync(held) })
 }
 
 // IsHeldByAsync is the asynchronous form of IsHeldBy.
@@ -268,7 +268,7 @@ func (r *RedLock) IsHeldByAsync(held context.Context) *future.Future[bool] {
 // HoldCount returns how many times the owner held carries holds the RedLock: the hold count that a majority of its
 // locks reach. Bounded like IsHeldBy.
 func (r *RedLock) HoldCount(held context.Context) (int, error) {
-	return r.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return r.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.

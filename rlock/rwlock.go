@@ -75,7 +75,9 @@ func (rw *ReadWriteLock) ForceUnlockAsync(ctx context.Context) *future.Future[bo
 }
 
 // Mode returns "read", "write", or "" when the lock is free. It blocks until the server answers or ctx ends.
-func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) { return rw.ModeAsync(ctx).Get(ctx) }
+func (rw *ReadWriteLock) Mode(ctx context.Context) (string, error) {
+	return blocking(ctx, func() *future.Future[string] { return rw.ModeAsync(ctx) })
+}
 
 // ModeAsync is the asynchronous form of Mode.
 func (rw *ReadWriteLock) ModeAsync(ctx context.Context) *future.Future[string] {
@@ -99,7 +101,7 @@ func (rw *ReadWriteLock) ModeAsync(ctx context.Context) *future.Future[string] {
 // RemainTimeToLive returns how long the lock still lasts (its longest hold), TTLNoKey when it is free. It blocks
 // until the server answers or ctx ends.
 func (rw *ReadWriteLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return rw.RemainTimeToLiveAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[time.Duration] { return rw.RemainTimeToLiveAsync(ctx) })
 }
 
 // RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
@@ -193,7 +195,7 @@ func (r *ReadLock) UnlockAsync(held context.Context) *future.Future[struct{}] {
 // HoldCount returns how many read holds the owner held carries has (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (r *ReadLock) HoldCount(held context.Context) (int, error) {
-	return r.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return r.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.
@@ -204,7 +206,7 @@ func (r *ReadLock) HoldCountAsync(held context.Context) *future.Future[int] {
 // IsLocked reports whether the lock is held in read mode (by any reader), as Redisson's read lock's isLocked. It
 // blocks until the server answers or ctx ends.
 func (r *ReadLock) IsLocked(ctx context.Context) (bool, error) {
-	return r.IsLockedAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[bool] { return r.IsLockedAsync(ctx) })
 }
 
 // IsLockedAsync is the asynchronous form of IsLocked.
@@ -215,7 +217,7 @@ func (r *ReadLock) IsLockedAsync(ctx context.Context) *future.Future[bool] {
 // RemainTimeToLive returns how long the lock still lasts (its longest hold, read or write: the halves share one
 // key), TTLNoKey when it is free. It blocks until the server answers or ctx ends.
 func (r *ReadLock) RemainTimeToLive(ctx context.Context) (time.Duration, error) {
-	return r.RemainTimeToLiveAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[time.Duration] { return r.RemainTimeToLiveAsync(ctx) })
 }
 
 // RemainTimeToLiveAsync is the asynchronous form of RemainTimeToLive.
@@ -325,7 +327,7 @@ func (wl *WriteLock) UnlockAsync(held context.Context) *future.Future[struct{}] 
 
 // IsLocked reports whether a writer holds the lock. It blocks until the server answers or ctx ends.
 func (wl *WriteLock) IsLocked(ctx context.Context) (bool, error) {
-	return wl.IsLockedAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[bool] { return wl.IsLockedAsync(ctx) })
 }
 
 // IsLockedAsync is the asynchronous form of IsLocked.
@@ -394,7 +396,7 @@ func (rw *ReadWriteLock) forceMode(ctx context.Context, op, mode string) *future
 // HoldCount returns how many write holds the owner held carries has (0 when none). It is bounded by the
 // transport's response timeout, not by held's cancellation.
 func (wl *WriteLock) HoldCount(held context.Context) (int, error) {
-	return wl.HoldCountAsync(held).Get(background)
+	return blocking(background, func() *future.Future[int] { return wl.HoldCountAsync(held) })
 }
 
 // HoldCountAsync is the asynchronous form of HoldCount.

@@ -71,7 +71,9 @@ type LockOwner struct {
 // is not a hold count), it returns a *NotLockError (errors.Is ErrNotLock) with the status read so far. It blocks
 // until the server answers or ctx ends, is retried after a transport failure (it changes nothing), and is safe for
 // concurrent use.
-func (l *Lock) Status(ctx context.Context) (LockStatus, error) { return l.StatusAsync(ctx).Get(ctx) }
+func (l *Lock) Status(ctx context.Context) (LockStatus, error) {
+	return blocking(ctx, func() *future.Future[LockStatus] { return l.StatusAsync(ctx) })
+}
 
 // StatusAsync is the asynchronous form of Status.
 func (l *Lock) StatusAsync(ctx context.Context) *future.Future[LockStatus] {
@@ -82,7 +84,7 @@ func (l *Lock) StatusAsync(ctx context.Context) *future.Future[LockStatus] {
 // counts (the writer's field is "<owner>:write"), and its remaining TTL. It blocks until the server answers or ctx
 // ends.
 func (rw *ReadWriteLock) Status(ctx context.Context) (LockStatus, error) {
-	return rw.StatusAsync(ctx).Get(ctx)
+	return blocking(ctx, func() *future.Future[LockStatus] { return rw.StatusAsync(ctx) })
 }
 
 // StatusAsync is the asynchronous form of Status.
