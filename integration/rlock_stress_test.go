@@ -71,8 +71,11 @@ func TestAcquireOutcomesMixedStress(t *testing.T) {
 					held, err = l.TryLock(ctx, 0, time.Duration(1+rng.IntN(5))*time.Second)
 				}
 				if err != nil {
+					// An unknown outcome is a legitimate answer too: a wait (a TryLock of a few milliseconds) that
+					// runs out while its attempt is in flight, and whose reply does not come within the grace that
+					// follows (a loaded machine); the possible grant is then released by the client.
 					if !errors.Is(err, rlock.ErrNotAcquired) && !errors.Is(err, context.Canceled) &&
-						!errors.Is(err, context.DeadlineExceeded) {
+						!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, rlock.ErrOutcomeUnknown) {
 						errs <- err
 						return
 					}
