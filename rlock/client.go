@@ -77,10 +77,13 @@ type shard struct {
 	watches    ctxwatch.Set[*waiter]   // calls' contexts by Done channel (ctxwatch.go)
 	serial     map[holdKey]*holdSerial // owners' commands in flight (serial.go)
 	freeSerial *holdSerial             // serial's unused entries, for reuse
+	// dueLeaves are the calls abandoned while an attempt that may queue them was in flight: a leave is counted for
+	// each until that attempt is settled (dueLeaveLocked). Nil until one is.
+	dueLeaves map[*waiter]struct{}
 	// doubts are the holds the server may hold more times than recorded here, for grants their owner's callers do
 	// not believe in (orphan.go): their last Unlock releases or reports what it finds left. Nil until one is.
 	doubts map[*hold]doubt
-	_      [128 - 10*8]byte // keep neighbouring shards' mutexes off one cache line
+	_      [128 - 11*8]byte // keep neighbouring shards' mutexes off one cache line
 }
 
 // NewClient creates a Client from cfg: it validates cfg, connects (bounded by cfg.Conn.DialTimeout) and draws the

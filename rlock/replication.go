@@ -143,6 +143,9 @@ func (lc *lockCall) afterUnsynced(rerr *ReplicationError) {
 func (lc *lockCall) failUnsynced(err error) {
 	w := &lc.waiter
 	w.sh.mu.Lock()
+	if w.takeLeaveDueLocked() {
+		defer lc.sh.c.leaves.done() // after the departure started below has been counted
+	}
 	if w.state != wAttempting {
 		w.sh.mu.Unlock() // Close took it away
 		return

@@ -212,6 +212,9 @@ func (w *waiter) beginAttemptAtLocked(now time.Duration) {
 func (w *waiter) settle(o outcome, _ bool) {
 	c, sh := w.sh.c, w.sh
 	sh.mu.Lock()
+	if w.takeLeaveDueLocked() {
+		defer c.leaves.done() // after the departure this settling starts has been counted
+	}
 	if w.state != wAttempting {
 		// Close took it away while the command was in flight, or a grant message settled it first.
 		sh.mu.Unlock()
@@ -555,6 +558,9 @@ func (w *waiter) abandon(err error, release bool) {
 			w.abandoned = err
 		}
 		w.stopTimerLocked()
+		if w.state == wAttempting && w.serverQueue {
+			sh.dueLeaveLocked(w)
+		}
 	}
 	sh.mu.Unlock()
 	act.run()
@@ -571,6 +577,35 @@ func (w *waiter) abandon(err error, release bool) {
 		return
 	}
 	w.call.giveBackResult()
+}
+
+// dueLeaveLocked records that w was abandoned while its attempt was in flight, an attempt that may queue it on the
+// server: a leave is counted in flight (Client.leaves) until that attempt's outcome is settled, so that a Close
+// that follows at once waits for the attempt's reply and for the departure the reply triggers. Rare, so it lives
+// in a map of the shard rather than in every waiter. Called with the shard mutex.
+func (sh *shard) dueLeaveLocked(w *waiter) {
+	if _, ok := sh.dueLeaves[w]; ok {
+		return
+	}
+	if sh.dueLeaves == nil {
+		sh.dueLeaves = make(map[*waiter]struct{})
+	}
+	sh.dueLeaves[w] = struct{}{}
+	sh.c.leaves.add()
+}
+
+// takeLeaveDueLocked reports whether a leave was counted in flight for w's abandoned attempt (dueLeaveLocked), and
+// forgets it: the caller settles that attempt's outcome (starting the departure it needs, which counts itself)
+// and then marks the counted leave done. Called with the shard mutex.
+func (w *waiter) takeLeaveDueLocked() bool {
+	if len(w.sh.dueLeaves) == 0 {
+		return false
+	}
+	if _, ok := w.sh.dueLeaves[w]; !ok {
+		return false
+	}
+	delete(w.sh.dueLeaves, w)
+	return true
 }
 
 // waitSync completes a blocking call: Get on the call's future, and on an early return (ctx ended) the call is
