@@ -37,7 +37,7 @@
 //     everything appended until the loop answers leaves in that one write. Not when a deep pipeline (32 commands
 //     or more) awaits its replies on the connection: the server has that much to run before it could read the
 //     new command, and the turn that reads those replies writes it with everything else appended meanwhile. At
-//     high concurrency this makes writes several times larger (about 200 commands instead of about 30 at 1024
+//     high concurrency this makes writes several times larger (150 to 200 commands instead of about 30 at 1024
 //     goroutines), which costs the server and the client fewer system calls per command.
 //   - Every loop turn that processed replies ends with one write of everything appended meanwhile; callers woken by
 //     those completions see the flush pending and append without ringing.
