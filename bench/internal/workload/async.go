@@ -29,7 +29,7 @@ func runAsync(ctx context.Context, lib Library, spec Spec, win Window, r *Record
 	r.Goroutines = 1
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	smp := startSampler()
+	smp := startSampler(samplerInterval)
 	defer smp.finish(r)
 	w := newWindow(lib)
 	lat := NewLatencies(1)

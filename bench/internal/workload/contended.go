@@ -230,7 +230,7 @@ func (c *contention) run(ctx context.Context, win Window, r *Record, body func(c
 		return nil, err
 	}
 	defer c.closeCheckers()
-	smp := startSampler()
+	smp := startSampler(contentionSamplerInterval)
 	var wg sync.WaitGroup
 	for i := range c.workers {
 		wg.Add(1)

@@ -29,7 +29,7 @@ func runHeld(ctx context.Context, lib Library, spec Spec, win Window, r *Record)
 	// counts what the library keeps (and the library adapter's handle), not the harness.
 	held := make([]WatchedHeld, n)
 	r.HeapBaseBytes, _, r.GoroutinesBase = heapSnapshot()
-	smp := startSampler()
+	smp := startSampler(samplerInterval)
 	defer smp.finish(r)
 	w := newWindow(lib)
 	lat := NewLatencies(shards(defaultAcquirers))

@@ -24,7 +24,7 @@ func runPairs(ctx context.Context, lib Library, spec Spec, win Window, r *Record
 	r.Keys = g
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	smp := startSampler()
+	smp := startSampler(samplerInterval)
 	w := newWindow(lib)
 	lat := NewLatencies(shards(g))
 	var errs errorLog
