@@ -326,8 +326,8 @@ type sampler struct {
 // report keeps them), and there the sampler would be part of what is measured:
 // in W2x at 64 processes a 10 ms ticker wakes sleeping processes 6,400 times a
 // second on a small machine, CPU taken from the very wake-ups a lock that
-// serves waiters in order depends on (a third of ours' 64×1 throughput, when
-// measured; see bench/README.md), so they sample coarsely.
+// serves waiters in order depends on (ours' 64×1 throughput rose by about a
+// quarter without it; see bench/README.md), so they sample coarsely.
 const (
 	samplerInterval           = 10 * time.Millisecond
 	contentionSamplerInterval = 250 * time.Millisecond
