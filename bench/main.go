@@ -65,6 +65,7 @@ type options struct {
 	peersBin    string
 	peersDir    string
 	logDir      string
+	traceDir    string
 	verbose     bool
 	progressBar string // auto, on, off
 }
@@ -138,6 +139,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.peersBin, "peers-bin", "", "prebuilt peers binary (default: build bench/peers)")
 	fs.StringVar(&o.peersDir, "peers-dir", "", "directory of the peers command (default: bench/peers of this checkout)")
 	fs.StringVar(&o.logDir, "log-dir", "", "keep each case process's stderr in this directory")
+	fs.StringVar(&o.traceDir, "trace-dir", "", "write a runtime trace of every case process into this directory (go tool trace; "+
+		"W2x/W4x: one per process, on one clock)")
 	fs.BoolVar(&o.verbose, "v", false, "log every case and sample")
 	fs.StringVar(&o.progressBar, "progress", "auto", "progress bar: auto (on a terminal, not in CI), on, off")
 	if err := fs.Parse(args); err != nil {

@@ -88,6 +88,12 @@ func orchestrate(ctx context.Context, o options, u *ui) (*report.Report, error) 
 		Workloads: o.workloads, Libraries: o.libs, N: o.n, HoldSec: o.hold.Seconds(), TTLSec: o.ttl.Seconds(),
 		LeaseSec: o.lease.Seconds(), OtherMax: o.otherMax, Scripts: scriptsLabel, Repeat: o.repeat, Seed: o.seed,
 	}}
+	if o.traceDir != "" {
+		// Made once here, so that a directory that cannot be made stops the run before any case does.
+		if err := os.MkdirAll(o.traceDir, 0o755); err != nil {
+			return nil, fmt.Errorf("-trace-dir: %w", err)
+		}
+	}
 	ours := oursFactories()
 	var cases []workload.Spec
 	for _, c := range plan(o) {

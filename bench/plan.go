@@ -22,7 +22,7 @@ func plan(o options) []workload.Spec {
 	add := func(w, lib string, g, keys int) *workload.Spec {
 		s := workload.Spec{
 			Workload: w, Library: lib, Goroutines: g, Keys: keys,
-			Duration: o.duration, Warmup: o.warmup,
+			Duration: o.duration, Warmup: o.warmup, TraceDir: o.traceDir,
 		}
 		if w == workload.HeldMany {
 			s.Hold = o.hold

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -137,5 +141,34 @@ func TestVariantsRunNextToTheirLibraryWhereTheyTellSomething(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("plan =\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestTraceDirReachesEveryCaseAndIsMadeBeforeAnyRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "traces")
+	o, err := parseFlags([]string{"-workloads", "w1,w2x", "-libs", "ours,redsync", "-g", "1", "-w2x", "2x1",
+		"-trace-dir", dir}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := plan(o)
+	for _, c := range cases {
+		if c.TraceDir != dir {
+			t.Fatalf("case %s %s: TraceDir %q, want %q", c.Workload, c.Library, c.TraceDir, dir)
+		}
+	}
+	if len(cases) == 0 {
+		t.Fatal("no cases planned")
+	}
+
+	// A directory that cannot be made fails the run at once, naming the flag.
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o.traceDir = filepath.Join(blocker, "traces")
+	if _, err := orchestrate(context.Background(), o, newUI(io.Discard, "off", false)); err == nil ||
+		!strings.Contains(err.Error(), "-trace-dir") {
+		t.Fatalf("orchestrate with an unmakeable -trace-dir: %v; want an error naming the flag", err)
 	}
 }

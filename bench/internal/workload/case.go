@@ -76,6 +76,11 @@ type Spec struct {
 	CSHold    time.Duration
 	StallAge  time.Duration
 	StopGrace time.Duration
+	// TraceDir, when set, is where the case process writes a runtime trace
+	// of the whole case (go tool trace): one file per process, named by
+	// TraceFile. Timestamps are the monotonic clock's, so the traces of a
+	// spread case's processes line up.
+	TraceDir string
 }
 
 func (s *Spec) defaults() {

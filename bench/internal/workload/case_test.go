@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -73,5 +75,47 @@ func TestCaseFlagsOfAOneProcessCaseParse(t *testing.T) {
 	CaseMain(f.Args(), map[string]Factory{}, strings.NewReader(""), &out, &stderr)
 	if !strings.Contains(stderr.String(), `unknown library "nope"`) {
 		t.Fatalf("the flags of a one-process case do not parse: %s", stderr.String())
+	}
+}
+
+func TestCaseWritesARuntimeTraceIntoTraceDir(t *testing.T) {
+	factories := map[string]Factory{"mem": func(context.Context, Config) (Library, error) { return newMemLib(), nil }}
+	dir := filepath.Join(t.TempDir(), "traces") // made by the case
+	s := Spec{Workload: UncontendedPairs, Library: "mem", Goroutines: 2, Keys: 1, Duration: 50 * time.Millisecond,
+		Process: 0, Processes: 1, TraceDir: dir}
+	var out, errOut bytes.Buffer
+	if code := CaseMain(CaseFlags{Spec: s}.Args(), factories, strings.NewReader(""), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != TraceFile(s, os.Getpid()) {
+		t.Fatalf("trace directory holds %v (%v); want only %s", entries, err, TraceFile(s, os.Getpid()))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, entries[0].Name()))
+	if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) || !bytes.Contains(b[:16], []byte(" trace")) {
+		t.Fatalf("the trace file does not start with a runtime trace header: %q (%v)", b[:min(len(b), 16)], err)
+	}
+
+	// A directory that cannot be made is a usage error that names the problem, before anything runs.
+	blocker := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.TraceDir = filepath.Join(blocker, "traces")
+	errOut.Reset()
+	if code := CaseMain(CaseFlags{Spec: s}.Args(), factories, strings.NewReader(""), io.Discard, &errOut); code != 2 ||
+		!strings.Contains(errOut.String(), "-trace-dir "+s.TraceDir) {
+		t.Errorf("unwritable -trace-dir: exit %d, %q; want 2 and a message naming the flag and its path", code,
+			errOut.String())
+	}
+}
+
+func TestTraceFilesOfTheProcessesOfACaseDiffer(t *testing.T) {
+	s := Spec{Workload: ContendedKeysSpread, Library: "redsync:1ms", Goroutines: 8}
+	a, b := TraceFile(s, 10), s
+	b.Process = 1
+	if a == TraceFile(b, 10) || a == TraceFile(s, 11) || strings.ContainsAny(a, ":/") {
+		t.Errorf("trace file names %q, %q, %q: want distinct names per process and pid, without ':' or '/'", a,
+			TraceFile(b, 10), TraceFile(s, 11))
 	}
 }

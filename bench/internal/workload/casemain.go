@@ -10,8 +10,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"strings"
@@ -61,7 +63,7 @@ func (f CaseFlags) Args() []string {
 		"-lease", f.Lease.String(), "-ttl", f.WatchdogTTL.String(),
 		fmt.Sprintf("-sync=%t", f.Sync), "-procs", fmt.Sprint(s.Procs),
 		"-process", fmt.Sprint(s.Process), "-processes", fmt.Sprint(max(s.Processes, 1)),
-		"-check", s.CheckAddr, "-cs-hold", s.CSHold.String(),
+		"-check", s.CheckAddr, "-cs-hold", s.CSHold.String(), "-trace-dir", s.TraceDir,
 	}
 }
 
@@ -93,6 +95,7 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 	fs.StringVar(&s.CheckAddr, "check", "", "W2/W4: server for the exclusion check inside the critical section (empty: in-process checks only)")
 	fs.DurationVar(&s.CSHold, "cs-hold", 0, "W2/W4: time spent inside the critical section besides the checks")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole case to this file (for go tool pprof)")
+	fs.StringVar(&s.TraceDir, "trace-dir", "", "write a runtime trace of the whole case into this directory (for go tool trace)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -115,6 +118,14 @@ func CaseMain(args []string, factories map[string]Factory, stdin io.Reader, stdo
 			return 2
 		}
 		defer stopProfile()
+	}
+	if s.TraceDir != "" {
+		stopTrace, err := startTrace(filepath.Join(s.TraceDir, TraceFile(*s, os.Getpid())))
+		if err != nil {
+			fmt.Fprintf(stderr, "case: -trace-dir %s: %v\n", s.TraceDir, err)
+			return 2
+		}
+		defer stopTrace()
 	}
 	base, variant, _ := strings.Cut(s.Library, ":")
 	factory, ok := factories[base]
@@ -257,6 +268,34 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}
 	return func() {
 		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// TraceFile names the runtime trace of the case process pid running s:
+// workload, library, goroutines, process index and pid, so that the traces of
+// every process of every run of a case can share one directory.
+func TraceFile(s Spec, pid int) string {
+	lib := strings.NewReplacer(":", "_", "/", "_").Replace(s.Library)
+	return fmt.Sprintf("%s-%s-g%d-p%d-%d.trace", s.Workload, lib, s.Goroutines, s.Process, pid)
+}
+
+// startTrace starts a runtime trace of the process into path and returns the function that stops it and closes
+// the file.
+func startTrace(path string) (stop func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		trace.Stop()
 		f.Close()
 	}, nil
 }
