@@ -92,8 +92,9 @@ func TestCaseWritesARuntimeTraceIntoTraceDir(t *testing.T) {
 		t.Fatalf("trace directory holds %v (%v); want only %s", entries, err, TraceFile(s, os.Getpid()))
 	}
 	b, err := os.ReadFile(filepath.Join(dir, entries[0].Name()))
-	if err != nil || !bytes.HasPrefix(b, []byte("go 1.")) || !bytes.Contains(b[:16], []byte(" trace")) {
-		t.Fatalf("the trace file does not start with a runtime trace header: %q (%v)", b[:min(len(b), 16)], err)
+	header := b[:min(len(b), 16)]
+	if err != nil || !bytes.HasPrefix(header, []byte("go 1.")) || !bytes.Contains(header, []byte(" trace")) {
+		t.Fatalf("the trace file does not start with a runtime trace header: %q (%v)", header, err)
 	}
 
 	// A directory that cannot be made is a usage error that names the problem, before anything runs.
