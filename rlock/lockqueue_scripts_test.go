@@ -224,8 +224,18 @@ func TestADeadWaiterIsDroppedWhenItsDeadlinePasses(t *testing.T) {
 	if m := srv.hash("lock"); m[ownerB] != "1" {
 		t.Fatalf("after the release: %v", m)
 	}
-	if n := srv.int("EXISTS", keys[keyQueue], keys[keyDeadlines]); n != 0 {
-		t.Fatalf("%d queue keys left", n)
+	if n := srv.int("EXISTS", keys[keyQueue]); n != 0 {
+		t.Fatal("the queue is left after its last entry was served")
+	}
+	// The lock passed on without being free: the run of hand-overs goes on, in a set that expires if nothing
+	// ends it.
+	if m := srv.strs("ZRANGE", keys[keyDeadlines], "0", "-1"); len(m) != 1 || m[0] != ":chain" {
+		t.Fatalf("deadline set %q, want the run's start only", m)
+	}
+	wantMarkerTTL(t, srv, "lock")
+	wantInt(t, "B frees it", releaseRaw(t, srv, "lock", ownerB, 1, queueLease), 1)
+	if n := srv.int("EXISTS", "lock", keys[keyQueue], keys[keyDeadlines]); n != 0 {
+		t.Fatalf("%d keys left once the lock is free", n)
 	}
 }
 
@@ -287,5 +297,68 @@ return redis.call('pttl', KEYS[1])`
 	wantNil(t, "Redisson acquires in the gap", srv.eval(scripts.Script{Source: redisson}, []string{"lock"}, "30000", javaOwner))
 	if r := queueAttempt(srv, "lock", ownerC, "g10000", true); r.Kind != redistest.KindInt || r.Int <= 5 {
 		t.Fatalf("the head while Redisson holds: %s, want its PTTL", r)
+	}
+}
+
+// Two clients taking turns empty the queue at every hand-over (the grantee was its only entry) and fill it again
+// with the releaser's next attempt, while the lock never goes free: the run of hand-overs goes on across those, so
+// that a client that does not queue still gets its gap.
+func TestARunOfHandOversGoesOnWhileTheQueueEmptiesAndFillsAgain(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	unlocks := srv.subscribe(channelName("lock"))
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
+	queueAttempt(srv, "lock", ownerC, "g10000", false)
+	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	start := srv.score(keys[keyDeadlines], ":chain")
+	if start < 0 {
+		t.Fatal("no run start recorded")
+	}
+	if n := srv.int("EXISTS", keys[keyQueue]); n != 0 {
+		t.Fatal("C's entry is still queued")
+	}
+	// A queues again while C holds: the queue was empty, the lock never free.
+	if r := queueAttempt(srv, "lock", ownerA, "g10000", false); r.Kind != redistest.KindInt || r.Int <= 0 {
+		t.Fatalf("A's refusal %s, want the lock's PTTL", r)
+	}
+	if got := srv.score(keys[keyDeadlines], ":chain"); got != start {
+		t.Fatalf("the run's start is %d after the queue emptied and filled again, want %d", got, start)
+	}
+	unlocks.quiet(channelName("lock"))
+	// The run has lasted past scripts.RunBound: C's release leaves the gap instead of handing the lock to A.
+	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-2000, 10), ":chain")
+	wantInt(t, "C's release into a gap", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 1)
+	if n := srv.int("EXISTS", "lock"); n != 0 {
+		t.Fatal("the lock was handed over at the end of a long run")
+	}
+	if _, got := unlocks.message(); got != scripts.UnlockMessage {
+		t.Fatalf("published %q", got)
+	}
+}
+
+// A run of hand-overs ends when the lock is free: a release that frees it removes the run's start, also when the
+// queue is gone (the grantee was its last entry) and only the deadline set is left.
+func TestAReleaseThatFreesTheLockEndsTheRunOfHandOvers(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
+	queueAttempt(srv, "lock", ownerC, "g10000", false)
+	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	if srv.score(keys[keyDeadlines], ":chain") < 0 {
+		t.Fatal("no run start recorded")
+	}
+	wantInt(t, "C frees it", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 1)
+	if n := srv.int("EXISTS", "lock", keys[keyQueue], keys[keyDeadlines]); n != 0 {
+		t.Fatalf("%d keys left once the lock is free", n)
+	}
+	// A run that a script finds the lock free in (expired meanwhile) ends there too.
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
+	queueAttempt(srv, "lock", ownerC, "g10000", false)
+	queueAttempt(srv, "lock", ownerB, "g10000", false)
+	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	srv.do("DEL", "lock") // C's lease ran out
+	wantBulk(t, "B, now the head, takes the free lock", queueAttempt(srv, "lock", ownerB, "g10000", true), "1")
+	if got := srv.score(keys[keyDeadlines], ":chain"); got >= 0 {
+		t.Fatalf("the run's start %d survived a free lock", got)
 	}
 }

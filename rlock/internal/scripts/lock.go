@@ -15,8 +15,8 @@ import (
 //	channel   redisson_lock__channel:{<name>}, unlock message "0" (Redisson's)
 //	queue     LIST locksmith_lock_queue:{<name>}: waiting entries, first come first served
 //	deadlines ZSET locksmith_lock_timeout:{<name>}: entry -> the instant (Unix ms, server clock) after which it
-//	          counts as gone; also the members ':chain' (when the current run of hand-overs began) and ':gap'
-//	          (until when the lock is left to clients that do not queue)
+//	          counts as gone; also the members ':chain' (since when hand-overs through the queue have kept the
+//	          lock taken) and ':gap' (until when the lock is left to clients that do not queue)
 //	grants    channel locksmith_lock__channel:{<name>}:<clientUUID>, one per client: "g<nonce>" says that the
 //	          waiter <nonce> of that client holds the lock now, "w<nonce>" that it should attempt now
 //
@@ -37,7 +37,7 @@ import (
 // it is the owner's id. Only the contended paths parse it.
 //
 // The uncontended path stays what it was: an acquire that finds neither lock nor queue, and a release that finds
-// no queue, run no other command than Redisson's script would (one EXISTS more each).
+// neither queue nor deadline set, run no other command than Redisson's script would (one EXISTS more each).
 //
 // The replies differ from Redisson's where only rlock reads them: the acquire answers a granted lock with the new
 // hold count as a bulk string (Redisson: nil), so that the client learns the server's count even when the same
@@ -49,9 +49,13 @@ import (
 // the head of the queue every entry whose deadline passed and returns the first live one (nil when none is left);
 // a waiter that becomes the head so while the lock is held is nudged (nudge: told to attempt), so that it learns
 // it is the head and waits for the lock's expiry, not only for its refresh.
-// When the queue empties (emptied), the ':chain' and ':gap' members go, and the grant records that may remain in
-// the deadline set (see queueHandOverLua) expire with it after markerMillis unless the queue fills again first
-// (an entry queued into an empty queue makes the set persistent again).
+// When the queue empties (emptied), the grant records that may remain in the deadline set (see queueHandOverLua)
+// expire with it after markerMillis unless the queue fills again first (an entry queued into an empty queue makes
+// the set persistent again); the ':gap' member goes too, and ':chain' unless the lock is taken. A run of hand-overs
+// does not end because the queue emptied while the lock passed on — two processes taking turns empty and refill it
+// at every hand-over — but when the lock is free: a release that frees it removes ':chain' (releaseLua's paths, and
+// passOn's), and so does a script that finds it free (expired, or freed by a Redisson client) before serving the
+// head. A release that finds neither queue nor deadline set is Redisson's and has nothing to remove.
 var queueClockLua = `local now
 local function clock()
   if not now then
@@ -62,7 +66,11 @@ local function clock()
   return now
 end
 local function emptied()
-  redis.call('zrem', KEYS[3], ':chain', ':gap')
+  if redis.call('exists', KEYS[1]) == 0 then
+    redis.call('zrem', KEYS[3], ':chain', ':gap')
+  else
+    redis.call('zrem', KEYS[3], ':gap')
+  end
   if redis.call('exists', KEYS[3]) == 1 then
     redis.call('pexpire', KEYS[3], ` + markerMillis + `)
   end
@@ -119,8 +127,8 @@ end
 local function handOver(e, mine)
   local k, l, n, o, u = parse(e)
   if k == 'g' then
-    dequeue(e)
     grant(o, l, n)
+    dequeue(e)
     if u == mine then return true, n end
   end
   pub(` + grantPrefixLua + ` .. ':' .. u, k .. n)
@@ -136,9 +144,11 @@ end
 // run of local grants, which the client bounds). When hand-overs through the queue have kept the lock taken for
 // RunBound, it is deleted and published instead, and left for RunGap to clients that do not queue (a Redisson
 // client on the same name, woken by the unlock message), so that they are never starved by a queue that never
-// empties; the head is told to attempt, and gets it when the gap ends if nobody else took it. (A client's own run
-// of direct grants is bounded the same way by the client.) Returns the grantee's nonce (a string) when the lock
-// went to a waiter of mine, 2 when it went to a waiter of another client, else 1.
+// empties; the head is told to attempt, and gets it when the gap ends if nobody else took it. A run counts every
+// hand-over from its first until the lock is free, direct grants between them included (queueClockLua says when
+// it ends). (A client's own run of direct grants, outside the queue, is bounded the same way by the client.)
+// Returns the grantee's nonce (a string) when the lock went to a waiter of mine, 2 when it went to a waiter of
+// another client, else 1.
 var queuePassOnLua = `local function passOn(mine, nxt)
   local head = live()
   if nxt and nxt.prefer then
@@ -152,6 +162,7 @@ var queuePassOnLua = `local function passOn(mine, nxt)
       grant(nxt.o, nxt.l, nxt.n)
       return nxt.n
     end
+    redis.call('zrem', KEYS[3], ':chain')
     pub(` + unlockChannelLua + `, '0')
     return 1
   end
@@ -192,8 +203,8 @@ const QueueLiveness = 5 * time.Second
 
 // The fairness bound for clients that do not queue (see queuePassOnLua): a run of hand-overs through the queue
 // ends after RunBound, and the lock is then left for RunGap to whoever takes it. A gap costs the queue's waiters
-// at most RunGap per RunBound of uninterrupted contention (0.5 %). rlock bounds a client's own run of direct
-// grants to its waiters by the same two.
+// at most RunGap per RunBound of uninterrupted contention (0.5 %). rlock bounds a client's own uninterrupted run of
+// direct grants to its waiters by the same two.
 const (
 	RunBound = time.Second
 	RunGap   = 5 * time.Millisecond
@@ -318,10 +329,12 @@ if redis.call('exists', KEYS[1]) == 0 then
   local gap = tonumber(redis.call('zscore', KEYS[3], ':gap') or 0)
   if gap > now then
     bound = gap - now
-  elseif not head or head == entry then
-    if head then dequeue(head) end
-`+grant+`
   else
+    redis.call('zrem', KEYS[3], ':chain')
+    if not head or head == entry then
+      if head then dequeue(head) end
+`+grant+`
+    end
     handOver(head, '')
   end
 end
@@ -367,14 +380,14 @@ var LockRelease = Script{
 }
 
 // releaseFastLua is the release's fast path (publishingFast): the last hold of an owner, with no next waiter
-// named and nobody queued, is deleted and the unlock message published — Redisson's release and one EXISTS. It
-// leaves c, the owner's hold count, to the body when it falls through (the lock has a queue); nil when it did not
-// look (a next waiter was named).
+// named and neither queue nor deadline set, is deleted and the unlock message published — Redisson's release and
+// one EXISTS. It leaves c, the owner's hold count, to the body when it falls through (the lock has a queue, or a
+// deadline set whose run of hand-overs the release must end); nil when it did not look (a next waiter was named).
 var releaseFastLua = `local c = nil
 if not ARGV[4] then
   c = redis.call('hget', KEYS[1], ARGV[1])
   if not c then return nil end
-` + expectCountLua + decrementLua + `  if redis.call('exists', KEYS[2]) == 0 then
+` + expectCountLua + decrementLua + `  if redis.call('exists', KEYS[2], KEYS[3]) == 0 then
     redis.call('del', KEYS[1])
 ` + fastPublishLua(unlockChannelLua, `'`+UnlockMessage+`'`, "1") + `  end
 end
@@ -393,7 +406,8 @@ if not c then
   if nxt and redis.call('hexists', KEYS[1], nxt.o) == 1 then return nxt.n end
   return nil
 end
-` + expectCountLua + decrementLua + `if redis.call('exists', KEYS[2]) == 0 then
+` + expectCountLua + decrementLua + `end
+if redis.call('exists', KEYS[2]) == 0 then
   redis.call('del', KEYS[1])
   if nxt then
     if nxt.n ~= string.match(nxt.o, ':([^:]*)$') then
@@ -404,9 +418,9 @@ end
     redis.call('pexpire', KEYS[1], nxt.l)
     return nxt.n
   end
+  redis.call('zrem', KEYS[3], ':chain')
   pub(` + unlockChannelLua + `, '` + UnlockMessage + `')
   return 1
-end
 end
 ` + queueClockLua + queueHandOverLua + queuePassOnLua + `redis.call('zrem', KEYS[3], ':g:' .. ARGV[1])
 return passOn(string.match(ARGV[1], '^(.*):'), nxt)`
@@ -443,7 +457,10 @@ end
 redis.call('zrem', KEYS[3], entry)
 local head = live()
 if head and redis.call('exists', KEYS[1]) == 0 then
-  if tonumber(redis.call('zscore', KEYS[3], ':gap') or 0) <= now then handOver(head, '') end
+  if tonumber(redis.call('zscore', KEYS[3], ':gap') or 0) <= now then
+    redis.call('zrem', KEYS[3], ':chain')
+    handOver(head, '')
+  end
 elseif head and wasHead then
   nudge(head)
 end
