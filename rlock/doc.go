@@ -139,10 +139,10 @@
 //
 // Clients that do not queue — a Redisson client on the same name — are excluded as before, and woken by the
 // unlock message whenever the lock becomes free for them. Since a busy queue may never let the lock go free, the
-// release frees it after every second of uninterrupted hand-overs (a client's run of direct grants alike) and
-// publishes the unlock message, and the queue's waiters then leave it alone for 5 ms: a Redisson waiter that acts
-// within 5 ms of its wake-up gets the lock within a second of contention, at a cost of 0.5 % of the queue's
-// throughput. Releases by Redisson clients, force unlocks and expiries publish or free the lock without serving the
+// release frees it after every second of hand-overs during which it was never free (a client's run of direct
+// grants alike, which ends when the lock leaves the client) and publishes the unlock message, and the queue's
+// waiters then leave it alone for 5 ms: a Redisson waiter that acts within 5 ms of its wake-up gets the lock within
+// a second of contention, at a cost of 0.5 % of the queue's throughput. Releases by Redisson clients, force unlocks and expiries publish or free the lock without serving the
 // queue; the head learns of them from the lock's channel (each client with waiters stays subscribed to it) or its
 // bound, and any attempt that finds the lock free with another waiter at the head hands it to that waiter first.
 //

@@ -391,6 +391,9 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 	}
 	released, rerr, resend := op.releaseOutcome(v)
 	op.resumeNext() // the release did not grant its next waiter (or it was settled above)
+	if released && op.final && op.kind == kindPlain && v.Type == resp.Integer {
+		op.endRun() // the lock left this client: freed, or handed to another client's waiter
+	}
 	if !resend && op.final && !released && rerr == nil && op.from == expectAdopted && op.orphansLeft() {
 		// The owner's last hold here, and the server holds more: orphaned grants of this client (a re-entry whose
 		// outcome was unknown). Release them too, one conditional release at a time.
@@ -402,6 +405,21 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		return
 	}
 	op.finish(released, rerr)
+}
+
+// endRun ends this client's run of grants of the lock to its own waiters (queue.takeNextLocked), when a last
+// release passed the lock out of the client: the next grant the client receives starts a new run. The bound on a
+// run (runBound) is there for clients that do not queue, and applies to the time the lock passes from holder to
+// holder inside this client without ever being free; while it passes through the server's queue, the queue's own
+// bound applies (scripts.RunBound). Counting from the first grant of a client's first run instead would cut short,
+// about once a second, the run of a client that just received the lock from another, and send its waiters to the
+// back of the queue.
+func (op *unlockOp) endRun() {
+	op.sh.mu.Lock()
+	if q := op.sh.lockQueues[op.name]; q != nil {
+		q.runStart, q.run = 0, 0
+	}
+	op.sh.mu.Unlock()
 }
 
 // resumeNext gives the waiter the release named back to waiting, when the release did not grant it.
