@@ -17,14 +17,17 @@ import (
 
 // Client is this project's RedissonClient: one identity (a random UUID, Redisson's connection-manager id), one
 // transport (conn.Client: pooled, auto-pipelined connections and a pub/sub connection) and one timing wheel (the
-// transport's) that carries every watchdog renewal, lease expiry and bounded wait. It starts no goroutine of its
-// own: every lock, waiter and renewal is a small struct driven by futures, pub/sub messages and timeouts.
+// transport's) that carries every watchdog renewal, lease expiry and bounded wait, and a second, 1 ms wheel for
+// waits shorter than 64 ms (shortwait.go), whose worker is the one goroutine the Client starts (with the first such
+// wait; Close stops it). Every lock, waiter and renewal is a small struct driven by futures, pub/sub messages and
+// timeouts.
 //
 // A Client is safe for concurrent use; create one per process (or per Redis deployment) and share it.
 type Client struct {
 	conn     *conn.Client
 	ownsConn bool
 	timer    *timer.Timer
+	short    *timer.Timer // waits shorter than shortWaitMax (shortwait.go)
 	cfg      resolved
 	id       string    // the client UUID: the first half of every owner id
 	epoch    time.Time // monotonic origin of now()
@@ -142,6 +145,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	c := &Client{
 		conn:  cc,
 		timer: cc.Timer(),
+		short: newShortWaitTimer(),
 		cfg:   r,
 		id:    uuid.NewString(),
 		epoch: time.Now(),
@@ -260,6 +264,7 @@ func (c *Client) Close() error {
 	// Retries parked on the timer fail now: the transport's Close stops the timer, which would drop them.
 	c.retries.Close()
 	c.awaitLeaves()
+	c.stopShortWaits()
 	if c.ownsConn {
 		return c.conn.Close()
 	}

@@ -107,7 +107,10 @@
 // expiry, a semaphore, a latch) is looked at again every second. The others wait for the head: when it leaves,
 // the next head retries at once — or, when the head was just granted an exclusive lock, waits for its release,
 // bounded by its lease. Nobody polls, and a waiting call — also an async one — holds no goroutine: it is a struct
-// driven by replies, messages and one timeout. The subscription ends when the last waiter leaves.
+// driven by replies, messages and one timeout. The subscription ends when the last waiter leaves. Timeouts run on
+// the transport's timing wheel, whose 10 ms tick suits leases and refresh intervals; a bound shorter than 64 ms
+// (the queue's 5 ms gap below, a lock about to expire) runs on a 1 ms wheel of the client's own, so that a free
+// lock is not left idle for up to a tick while every waiter holds back.
 //
 // The plain and fenced locks are contended between processes — inside one a sync.Mutex would do — so their
 // waiters are ordered on the server, not only in each client. When every waiting process learns of a release
@@ -315,7 +318,8 @@
 // Client.Close does not release held locks: it stops their renewal and cancels their held contexts with
 // ErrClosed, and each lock ends on the server when its lease runs out — as when the process dies. Unlock first to
 // free them at once. Waiters, and calls parked on the timer for a retry, fail with ErrClosed. Close waits for the
-// transport's goroutines to exit; the package starts none of its own.
+// transport's goroutines to exit, and for the worker of the client's short-wait wheel (see Waiting); the package
+// starts no other goroutine.
 //
 // # Concurrency
 //

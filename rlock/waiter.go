@@ -491,7 +491,7 @@ func (w *waiter) armLocked(bound time.Duration) {
 		return // armed already: the deadline's timer is kept across attempts
 	}
 	w.stopTimerLocked()
-	if tm, err := w.sh.c.timer.NewTimeout(w, max(at-now, 0)); err == nil {
+	if tm, err := w.sh.c.waitTimer(at-now).NewTimeout(w, max(at-now, 0)); err == nil {
 		w.tm, w.tmDeadline = tm, atDeadline
 	}
 }
@@ -518,7 +518,8 @@ func (w *waiter) Run(t *timer.Timeout) {
 			// An attempt (or a release naming the call) is in flight: its reply, due any moment from a server that
 			// answers, tells whether the call was granted. Wait for it a little, so that a wait ending during a
 			// round trip is not reported as an unknown outcome.
-			if tm, err := w.sh.c.timer.NewTimeout(w, w.deadline+inFlightGrace-now); err == nil {
+			grace := w.deadline + inFlightGrace - now
+			if tm, err := w.sh.c.waitTimer(grace).NewTimeout(w, grace); err == nil {
 				w.tm, w.tmDeadline = tm, false
 				sh.mu.Unlock()
 				return
