@@ -46,6 +46,7 @@ type unlockOp struct {
 	kind        holdKind
 	hasReadLeft bool         // readLeft was reported
 	handedOver  bool         // the release granted the lock to a queued waiter (of this client or another)
+	leftClient  bool         // a plain lock's last release passed it out of the client (freed, or another's)
 	final       bool         // releases the last local hold: h is holdReleasing
 	retried     bool         // an earlier attempt may have run on the server
 	from        expectSource // where expect came from
@@ -391,9 +392,8 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 	}
 	released, rerr, resend := op.releaseOutcome(v)
 	op.resumeNext() // the release did not grant its next waiter (or it was settled above)
-	if released && op.final && op.kind == kindPlain && v.Type == resp.Integer {
-		op.endRun() // the lock left this client: freed, or handed to another client's waiter
-	}
+	// Freed, or handed to another client's waiter (a grant to a waiter of this client answers its nonce).
+	op.leftClient = released && op.final && op.kind == kindPlain && v.Type == resp.Integer
 	if !resend && op.final && !released && rerr == nil && op.from == expectAdopted && op.orphansLeft() {
 		// The owner's last hold here, and the server holds more: orphaned grants of this client (a re-entry whose
 		// outcome was unknown). Release them too, one conditional release at a time.
@@ -405,21 +405,6 @@ func (op *unlockOp) onRelease(v resp.Value, err error) {
 		return
 	}
 	op.finish(released, rerr)
-}
-
-// endRun ends this client's run of grants of the lock to its own waiters (queue.takeNextLocked), when a last
-// release passed the lock out of the client: the next grant the client receives starts a new run. The bound on a
-// run (runBound) is there for clients that do not queue, and applies to the time the lock passes from holder to
-// holder inside this client without ever being free; while it passes through the server's queue, the queue's own
-// bound applies (scripts.RunBound). Counting from the first grant of a client's first run instead would cut short,
-// about once a second, the run of a client that just received the lock from another, and send its waiters to the
-// back of the queue.
-func (op *unlockOp) endRun() {
-	op.sh.mu.Lock()
-	if q := op.sh.lockQueues[op.name]; q != nil {
-		q.runStart, q.run = 0, 0
-	}
-	op.sh.mu.Unlock()
 }
 
 // resumeNext gives the waiter the release named back to waiting, when the release did not grant it.
@@ -453,6 +438,15 @@ func (op *unlockOp) finish(released bool, err error) {
 		}
 		switch {
 		case op.final:
+			if q := sh.lockQueues[op.name]; op.leftClient && q != nil {
+				// The lock left this client: its run of grants to its own waiters (queue.takeNextLocked) is over,
+				// and the next grant it receives starts a new one. The run's bound (runBound) is for clients that
+				// do not queue and counts the time the lock passes between holders of this client without being
+				// free; while it passes through the server's queue, the queue's own bound applies. Counted from
+				// the client's first run ever, it would cut short, about once a second, the run of a client that
+				// just received the lock from another, and send its waiters to the back of the queue.
+				q.runStart, q.run = 0, 0
+			}
 			h.state = holdGone
 			if k := h.key(); sh.holds[k] == h {
 				delete(sh.holds, k)

@@ -382,12 +382,14 @@ var LockRelease = Script{
 // releaseFastLua is the release's fast path (publishingFast): the last hold of an owner, with no next waiter
 // named and neither queue nor deadline set, is deleted and the unlock message published — Redisson's release and
 // one EXISTS. It leaves c, the owner's hold count, to the body when it falls through (the lock has a queue, or a
-// deadline set whose run of hand-overs the release must end); nil when it did not look (a next waiter was named).
-var releaseFastLua = `local c = nil
+// deadline set whose run of hand-overs the release must end), and found, how many of the two keys exist (2: the
+// queue does, which the body need not look up again); both nil when it did not look (a next waiter was named).
+var releaseFastLua = `local c, found = nil, nil
 if not ARGV[4] then
   c = redis.call('hget', KEYS[1], ARGV[1])
   if not c then return nil end
-` + expectCountLua + decrementLua + `  if redis.call('exists', KEYS[2], KEYS[3]) == 0 then
+` + expectCountLua + decrementLua + `  found = redis.call('exists', KEYS[2], KEYS[3])
+  if found == 0 then
     redis.call('del', KEYS[1])
 ` + fastPublishLua(unlockChannelLua, `'`+UnlockMessage+`'`, "1") + `  end
 end
@@ -407,7 +409,7 @@ if not c then
   return nil
 end
 ` + expectCountLua + decrementLua + `end
-if redis.call('exists', KEYS[2]) == 0 then
+if found ~= 2 and redis.call('exists', KEYS[2]) == 0 then
   redis.call('del', KEYS[1])
   if nxt then
     if nxt.n ~= string.match(nxt.o, ':([^:]*)$') then
