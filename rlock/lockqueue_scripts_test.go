@@ -276,14 +276,7 @@ func TestALongRunOfHandOversLeavesAGapForClientsThatDoNotQueue(t *testing.T) {
 		t.Fatal("no run start recorded")
 	}
 	// The run has lasted past scripts.RunBound: B's release frees the lock for a gap and tells the unlock channel.
-	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-2000, 10), ":chain")
-	wantInt(t, "release into a gap", releaseRaw(t, srv, "lock", ownerB, 1, queueLease), 1)
-	if n := srv.int("EXISTS", "lock"); n != 0 {
-		t.Fatal("the lock was handed over at the end of a long run")
-	}
-	if _, got := unlocks.message(); got != scripts.UnlockMessage {
-		t.Fatalf("published %q", got)
-	}
+	wantGapAfterALongRun(t, srv, unlocks, ownerB)
 	// During the gap the queue's head is refused (bounded by the gap) and a client that does not queue (a
 	// Redisson client: create or re-enter, else PTTL) takes the lock.
 	r := queueAttempt(srv, "lock", ownerC, "g10000", true)
@@ -307,13 +300,7 @@ func TestARunOfHandOversGoesOnWhileTheQueueEmptiesAndFillsAgain(t *testing.T) {
 	srv := newScriptServer(t)
 	keys := plainKeysOf("lock")
 	unlocks := srv.subscribe(channelName("lock"))
-	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
-	queueAttempt(srv, "lock", ownerC, "g10000", false)
-	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
-	start := srv.score(keys[keyDeadlines], ":chain")
-	if start < 0 {
-		t.Fatal("no run start recorded")
-	}
+	start := handOverToC(t, srv)
 	if n := srv.int("EXISTS", keys[keyQueue]); n != 0 {
 		t.Fatal("C's entry is still queued")
 	}
@@ -326,8 +313,15 @@ func TestARunOfHandOversGoesOnWhileTheQueueEmptiesAndFillsAgain(t *testing.T) {
 	}
 	unlocks.quiet(channelName("lock"))
 	// The run has lasted past scripts.RunBound: C's release leaves the gap instead of handing the lock to A.
-	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-2000, 10), ":chain")
-	wantInt(t, "C's release into a gap", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 1)
+	wantGapAfterALongRun(t, srv, unlocks, ownerC)
+}
+
+// wantGapAfterALongRun makes the lock's run of hand-overs older than scripts.RunBound and checks that the release
+// by holder then frees the lock for a gap and publishes the unlock message.
+func wantGapAfterALongRun(t *testing.T, srv *scriptServer, unlocks *subscription, holder string) {
+	t.Helper()
+	srv.do("ZADD", plainKeysOf("lock")[keyDeadlines], strconv.FormatInt(srv.millis()-2000, 10), ":chain")
+	wantInt(t, "release into a gap", releaseRaw(t, srv, "lock", holder, 1, queueLease), 1)
 	if n := srv.int("EXISTS", "lock"); n != 0 {
 		t.Fatal("the lock was handed over at the end of a long run")
 	}
@@ -336,26 +330,34 @@ func TestARunOfHandOversGoesOnWhileTheQueueEmptiesAndFillsAgain(t *testing.T) {
 	}
 }
 
+// handOverToC has A take the lock, queues C (then behind, in order, the owners of queuedBehind), and has A's
+// release hand the lock to C, which starts a run of hand-overs; it returns the run's start.
+func handOverToC(t *testing.T, srv *scriptServer, queuedBehind ...string) int64 {
+	t.Helper()
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
+	for _, o := range append([]string{ownerC}, queuedBehind...) {
+		queueAttempt(srv, "lock", o, "g10000", false)
+	}
+	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	start := srv.score(plainKeysOf("lock")[keyDeadlines], ":chain")
+	if start < 0 {
+		t.Fatal("no run start recorded")
+	}
+	return start
+}
+
 // A run of hand-overs ends when the lock is free: a release that frees it removes the run's start, also when the
 // queue is gone (the grantee was its last entry) and only the deadline set is left.
 func TestAReleaseThatFreesTheLockEndsTheRunOfHandOvers(t *testing.T) {
 	srv := newScriptServer(t)
 	keys := plainKeysOf("lock")
-	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
-	queueAttempt(srv, "lock", ownerC, "g10000", false)
-	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
-	if srv.score(keys[keyDeadlines], ":chain") < 0 {
-		t.Fatal("no run start recorded")
-	}
+	handOverToC(t, srv)
 	wantInt(t, "C frees it", releaseRaw(t, srv, "lock", ownerC, 1, queueLease), 1)
 	if n := srv.int("EXISTS", "lock", keys[keyQueue], keys[keyDeadlines]); n != 0 {
 		t.Fatalf("%d keys left once the lock is free", n)
 	}
 	// A run that a script finds the lock free in (expired meanwhile) ends there too.
-	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, "g10000", false), "1")
-	queueAttempt(srv, "lock", ownerC, "g10000", false)
-	queueAttempt(srv, "lock", ownerB, "g10000", false)
-	wantInt(t, "A hands it to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	handOverToC(t, srv, ownerB)
 	srv.do("DEL", "lock") // C's lease ran out
 	wantBulk(t, "B, now the head, takes the free lock", queueAttempt(srv, "lock", ownerB, "g10000", true), "1")
 	if got := srv.score(keys[keyDeadlines], ":chain"); got >= 0 {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locksmith-go/locksmith/conn"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
@@ -17,31 +16,13 @@ func TestAClientsRunEndsWhenTheLockLeavesIt(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	newC := func() *Client {
-		c, err := NewClient(Config{Conn: conn.Config{Addr: srv.Addr()}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	a, b := newC(), newC()
+	a, b := relayClient(t, srv, nil), relayClient(t, srv, nil)
 	queued := func(n int64) {
 		t.Helper()
-		for {
+		waitFor(t, func() bool {
 			got, err := srv.DoInt(ctx, "LLEN", "locksmith_lock_queue:{run}")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got == n {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatalf("the queue never held %d entries (%d)", n, got)
-			case <-time.After(time.Millisecond):
-			}
-		}
+			return err == nil && got == n
+		})
 	}
 	held, err := a.Lock("run").Lock(ctx)
 	if err != nil {
@@ -65,13 +46,7 @@ func TestAClientsRunEndsWhenTheLockLeavesIt(t *testing.T) {
 	queued(2) // a's second waiter is queued behind b's
 	// Its client retries once its subscriptions are confirmed (a release may have come between its refusal and
 	// them); a release during that attempt would not name it, and the lock would go to b first.
-	for !settled(a, "run") {
-		select {
-		case <-ctx.Done():
-			t.Fatal("a's waiter never settled into waiting")
-		case <-time.After(time.Millisecond):
-		}
-	}
+	waitFor(t, func() bool { return settled(a, "run") })
 	// a's release grants its own waiter first (a run of local grants), ahead of b's.
 	if err := a.Lock("run").Unlock(held); err != nil {
 		t.Fatal(err)
