@@ -258,18 +258,7 @@ func names(factories map[string]Factory) []string {
 // startCPUProfile starts profiling the process's CPU into path and returns the function that stops it and
 // closes the file.
 func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
+	return recordInto(path, pprof.StartCPUProfile, pprof.StopCPUProfile)
 }
 
 // TraceFile names the runtime trace of the case process pid running s:
@@ -280,22 +269,28 @@ func TraceFile(s Spec, pid int) string {
 	return fmt.Sprintf("%s-%s-g%d-p%d-%d.trace", s.Workload, lib, s.Goroutines, s.Process, pid)
 }
 
-// startTrace starts a runtime trace of the process into path and returns the function that stops it and closes
-// the file.
+// startTrace starts a runtime trace of the process into path, making its directory if needed, and returns the
+// function that stops it and closes the file.
 func startTrace(path string) (stop func(), err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
+	return recordInto(path, trace.Start, trace.Stop)
+}
+
+// recordInto creates path, starts a recording into it (a CPU profile, a runtime trace) and returns the function
+// that ends the recording and closes the file.
+func recordInto(path string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := trace.Start(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return func() {
-		trace.Stop()
+		end()
 		f.Close()
 	}, nil
 }
