@@ -525,8 +525,9 @@ func (w *waiter) Run(t *timer.Timeout) {
 				return
 			}
 		}
-		sh.mu.Unlock()
-		w.abandon(ErrNotAcquired, false)
+		// Abandoned under the same hold of the mutex: released in between, a wake-up could send an attempt, and
+		// a wait that ran out while idle would be reported as an attempt left unanswered.
+		w.abandonLocked(ErrNotAcquired, false)
 		return
 	}
 	if w.state == wIdle && w.q != nil {
@@ -546,8 +547,13 @@ func (w *waiter) Run(t *timer.Timeout) {
 // the grant is given back when release is true (a blocking call whose caller will never see it); otherwise it
 // belongs to whoever holds the future.
 func (w *waiter) abandon(err error, release bool) {
+	w.sh.mu.Lock()
+	w.abandonLocked(err, release)
+}
+
+// abandonLocked is abandon called with the shard mutex, which it releases.
+func (w *waiter) abandonLocked(err error, release bool) {
 	sh := w.sh
-	sh.mu.Lock()
 	var act leaveAction
 	idle := w.state == wIdle
 	inFlight := w.state == wAttempting || w.state == wGranting
