@@ -30,7 +30,15 @@ func TestContextWatchesAreSharedAndReleased(t *testing.T) {
 	pc := c.node.pool.keepers[0].cur.Load()
 	ctx := laneTestCtx(t)
 
-	sleep := c.Do(context.Background(), "DEBUG", "SLEEP", "0.2") // holds the replies back
+	// The connection's replies are held back until the test pushes to the gate (BLPOP blocks this connection
+	// only; srv's own connection pushes).
+	gate := func() *future.Future[resp.Value] { return c.Do(context.Background(), "BLPOP", "gate", "0") }
+	open := func() {
+		if _, err := srv.Do(context.Background(), "LPUSH", "gate", "x"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sleep := gate()
 	var futs []*future.Future[resp.Value]
 	for i := range 50 {
 		futs = append(futs, c.Do(ctx, "ECHO", strconv.Itoa(i)))
@@ -47,6 +55,7 @@ func TestContextWatchesAreSharedAndReleased(t *testing.T) {
 	if w, r := watchCounts(pc); w != 11 || r != 60 {
 		t.Fatalf("with 10 own contexts: %d watches, %d refs; want 11, 60", w, r)
 	}
+	open()
 	if _, err := sleep.Get(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +76,7 @@ func TestContextWatchesAreSharedAndReleased(t *testing.T) {
 	}
 
 	// Cancelling one of two contexts in flight fails only its commands; the others get their replies in order.
-	sleep = c.Do(context.Background(), "DEBUG", "SLEEP", "0.2")
+	sleep = gate()
 	doomed, cancel := context.WithCancel(ctx)
 	var lost, kept []*future.Future[resp.Value]
 	for i := range 5 {
@@ -81,8 +90,9 @@ func TestContextWatchesAreSharedAndReleased(t *testing.T) {
 		}
 	}
 	if sleep.IsDone() {
-		t.Fatal("the cancelled commands completed only after the server woke up")
+		t.Fatal("the cancelled commands completed only after the gate opened")
 	}
+	open()
 	for i, f := range kept {
 		if v, err := f.Get(ctx); err != nil || v.Str != "kept"+strconv.Itoa(i) {
 			t.Fatalf("kept %d = %v, %v", i, v, err)

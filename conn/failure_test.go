@@ -119,7 +119,7 @@ func TestContextCancelMidPipelineKeepsTheStreamInStep(t *testing.T) {
 	if _, err := c.Do(ctx, "MSET", "a", "A", "b", "B").Get(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sleep := c.Do(ctx, "DEBUG", "SLEEP", "0.3") // holds the replies back
+	sleep := c.Do(ctx, "DEBUG", "SLEEP", "1.5") // holds the replies back, long enough for a loaded machine
 	cctx, cancel := context.WithCancel(ctx)
 	var cancelled []*future.Future[resp.Value]
 	for range 20 {
@@ -202,7 +202,7 @@ func TestCloseFailsPendingAndLaterCallsWithErrClosed(t *testing.T) {
 	}
 	ctx := ctxT(t)
 	var fs []*future.Future[resp.Value]
-	fs = append(fs, c.Do(ctx, "DEBUG", "SLEEP", "0.5"))
+	fs = append(fs, c.Do(ctx, "DEBUG", "SLEEP", "2")) // Close comes before the replies, even on a loaded machine
 	for range 10 {
 		fs = append(fs, c.Do(ctx, "PING"))
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -175,17 +176,32 @@ func TestBlockingLockWhoseContextEndsWhileDrivingGivesTheGrantBack(t *testing.T)
 	}
 	<-obs.relCh
 
-	// Writes (scripts included) wait 300 ms on the server: the attempt is in flight when ctx ends.
-	if _, err := srv.Do(bg, "CLIENT", "PAUSE", "300", "WRITE"); err != nil {
+	// Writes (scripts included) wait on the server until it is unpaused: ctx ends once the attempt is seen
+	// waiting there, in flight.
+	if _, err := srv.Do(bg, "CLIENT", "PAUSE", "20000", "WRITE"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(bg, 50*time.Millisecond)
+	unpause := func() {
+		if _, err := srv.Do(bg, "CLIENT", "UNPAUSE"); err != nil {
+			t.Error(err)
+		}
+	}
+	defer unpause() // a no-op once unpaused below
+	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
-	if _, err := l.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Lock = %v, want context.DeadlineExceeded", err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := l.Lock(ctx)
+		got <- err
+	}()
+	waitFor(t, func() bool { return postponedScripts(t, srv) > 0 })
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock = %v, want context.Canceled", err)
 	}
 	// The pause ends, the grant arrives, nobody waits for it: it is released. An unread reply would wait for the
 	// response timeout or the health check, a minute here.
+	unpause()
 	select {
 	case e := <-obs.relCh:
 		if e.Err != nil {
@@ -263,4 +279,28 @@ func waitForSubscribers(t *testing.T, srv *redistest.Server, channel string) {
 		}
 		time.Sleep(time.Millisecond) // polling the server: there is no event to await across processes
 	}
+}
+
+// postponedScripts counts the server's clients whose script waits for the end of a CLIENT PAUSE.
+func postponedScripts(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	r, err := srv.Do(context.Background(), "CLIENT", "LIST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(r.Str, "\n") {
+		var flags, cmd string
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "flags="); ok {
+				flags = v
+			} else if v, ok := strings.CutPrefix(f, "cmd="); ok {
+				cmd = v
+			}
+		}
+		if strings.Contains(flags, "b") && cmd == "evalsha" {
+			n++
+		}
+	}
+	return n
 }

@@ -17,13 +17,15 @@ func TestShortWaitsRunOnTheShortWaitWheel(t *testing.T) {
 	w := &waiter{sh: sh, state: wIdle}
 	w.call = &stubCall{}
 	sh.mu.Lock()
+	armed := time.Now()
 	w.armLocked(5 * time.Millisecond)
 	short, long := c.short.Pending(), c.timer.Pending()
+	late := time.Since(armed) >= 5*time.Millisecond // the wait may have fallen due meanwhile (Run waits for sh.mu)
 	w.armLocked(time.Minute)
 	short2, long2 := c.short.Pending(), c.timer.Pending()
 	w.stopTimerLocked()
 	sh.mu.Unlock()
-	if short != 1 || long != 0 {
+	if (short != 1 && !(late && short == 0)) || long != 0 {
 		t.Errorf("a 5 ms wait: %d on the short-wait wheel, %d on the transport's; want 1, 0", short, long)
 	}
 	if short2 != 0 || long2 != 1 {
