@@ -29,8 +29,9 @@ var aclScenarios = map[string]aclScenario{
 	"FixedWindowLimiter":       aclFixedWindowScenario,
 }
 
-// aclWatchdog is the scenarios' watchdog timeout: short, so that renewals run while the locks are held.
-const aclWatchdog = 300 * time.Millisecond
+// aclWatchdog is the scenarios' watchdog timeout: short, so that renewals run while the locks are held, and
+// long enough that a scheduling stall of a loaded machine does not let a lease run out between two renewals.
+const aclWatchdog = time.Second
 
 func must(t *testing.T, what string, err error) {
 	t.Helper()

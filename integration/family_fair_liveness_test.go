@@ -70,7 +70,9 @@ func TestFairLockNextWaiterTakesItWhenTheLeaseEnds(t *testing.T) {
 	if late := c.at.Sub(b.at.Add(lease)); late > fairHandoffBound {
 		t.Fatalf("C took the lock %v after B's lease end, want within %v", late, fairHandoffBound)
 	}
-	if c.at.Before(b.at.Add(lease - 50*time.Millisecond)) {
+	// b.at is when B's goroutine saw its grant, which a loaded machine may delay after the server's grant; the
+	// margin leaves room for that.
+	if c.at.Before(b.at.Add(lease - 300*time.Millisecond)) {
 		t.Fatalf("C took the lock %v before B's lease could end", b.at.Add(lease).Sub(c.at))
 	}
 }

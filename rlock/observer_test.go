@@ -233,7 +233,7 @@ func TestNopObserverIgnoresEveryEvent(t *testing.T) {
 	if _, err := srv.Do(ctx, "ACL", "SETUSER", "nochan", "on", ">pw", "~*", "+@all", "resetchannels"); err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewClient(Config{Observer: nopEmbedder{}, WatchdogTimeout: 300 * time.Millisecond,
+	c, err := NewClient(Config{Observer: nopEmbedder{}, WatchdogTimeout: time.Second,
 		Conn: conn.Config{Addr: srv.Addr(), Username: "nochan", Password: "pw"}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,12 +15,12 @@ func ExampleRateLimiter() {
 	ctx := context.Background()
 	r := c.RateLimiter("api-calls")
 
-	r.TrySetRate(ctx, rlock.RateConfig{Type: rlock.RateOverall, Rate: 2, Interval: 200 * time.Millisecond})
+	r.TrySetRate(ctx, rlock.RateConfig{Type: rlock.RateOverall, Rate: 2, Interval: time.Second})
 	for i := range 3 {
 		ok, _ := r.TryAcquire(ctx, 1, 0)
 		fmt.Println("call", i+1, ok)
 	}
-	ok, _ := r.TryAcquire(ctx, 1, time.Second) // sleeps on the client's timer until the window slides
+	ok, _ := r.TryAcquire(ctx, 1, 3*time.Second) // sleeps on the client's timer until the window slides
 	fmt.Println("after waiting:", ok)
 	// Output:
 	// call 1 true

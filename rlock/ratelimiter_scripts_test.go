@@ -21,9 +21,9 @@ func TestRateLimiterScriptsSlideTheWindow(t *testing.T) {
 	if r.Kind != redistest.KindError || !strings.HasPrefix(r.Str, "RATENOTSET ") {
 		t.Fatalf("acquire without a rate: %s", r)
 	}
-	wantInt(t, "try set", s.eval(scripts.RateTrySetRate, k[:1], "3", "1000", "0", "0"), 1)
-	wantInt(t, "try set again", s.eval(scripts.RateTrySetRate, k[:1], "9", "1000", "0", "0"), 0)
-	if h := s.hash("rl"); h["rate"] != "3" || h["interval"] != "1000" || h["type"] != "0" || h["keepAliveTime"] != "0" {
+	wantInt(t, "try set", s.eval(scripts.RateTrySetRate, k[:1], "3", "60000", "0", "0"), 1)
+	wantInt(t, "try set again", s.eval(scripts.RateTrySetRate, k[:1], "9", "60000", "0", "0"), 0)
+	if h := s.hash("rl"); h["rate"] != "3" || h["interval"] != "60000" || h["type"] != "0" || h["keepAliveTime"] != "0" {
 		t.Fatalf("config %v", h)
 	}
 	r = s.eval(scripts.RateAcquire, k, "4", "rnd")
@@ -33,17 +33,17 @@ func TestRateLimiterScriptsSlideTheWindow(t *testing.T) {
 	wantNil(t, "acquire 2", s.eval(scripts.RateAcquire, k, "2", "r1"))
 	wantInt(t, "available", s.eval(scripts.RateAvailable, k), 1)
 	wantNil(t, "acquire 1", s.eval(scripts.RateAcquire, k, "1", "r2"))
-	wantIntIn(t, "acquire, window used up", s.eval(scripts.RateAcquire, k, "1", "r3"), 900, 1003)
+	wantIntIn(t, "acquire, window used up", s.eval(scripts.RateAcquire, k, "1", "r3"), 59000, 60003)
 	if n := s.int("ZCARD", k[3]); n != 2 {
 		t.Fatalf("grants recorded %d, want 2", n)
 	}
-	// The first grant leaves the window (moved 1 s into the past here rather than waited for): its 2 permits come
+	// The first grant leaves the window (moved a window into the past here rather than waited for): its 2 permits come
 	// back, the second grant's 1 permit stays used.
 	members := s.strs("ZRANGE", k[3], "0", "0")
-	s.do("ZADD", k[3], strconv.FormatInt(s.millis()-1001, 10), members[0])
+	s.do("ZADD", k[3], strconv.FormatInt(s.millis()-60001, 10), members[0])
 	wantInt(t, "available after slide", s.eval(scripts.RateAvailable, k), 2)
 	wantNil(t, "acquire 2 after slide", s.eval(scripts.RateAcquire, k, "2", "r4"))
-	wantIntIn(t, "refused again", s.eval(scripts.RateAcquire, k, "1", "r5"), 1, 1003)
+	wantIntIn(t, "refused again", s.eval(scripts.RateAcquire, k, "1", "r5"), 1, 60003)
 }
 
 func TestRateLimiterScriptsKeepPerClientStateApartAndApplyKeepAlive(t *testing.T) {

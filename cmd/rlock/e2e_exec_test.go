@@ -134,15 +134,16 @@ func TestE2EForceUnlockWhileRunningStopsTheCommand(t *testing.T) {
 	}
 }
 
+// The lease is long enough for a race-built helper to be ready for SIGTERM before the grace before its end.
 func TestE2EFixedLeaseRunningOutStopsTheCommand(t *testing.T) {
 	srv := redistest.Start(t)
-	p := startRlock(t, srv, append([]string{"-v"}, execArgs([]string{"-lease", "300ms"}, "job", helper(t, "signals"))[1:]...)...)
+	p := startRlock(t, srv, append([]string{"-v"}, execArgs([]string{"-lease", "2s"}, "job", helper(t, "signals"))[1:]...)...)
 	p.stdout.expect(t, "ready")
 	p.stdout.expect(t, "SIGTERM")
 	if code := p.wait(t); code != exitLost {
 		t.Fatalf("rlock exited %d, want %d", code, exitLost)
 	}
-	if msg := joined(p.stderr.rest(t)); !strings.Contains(msg, "the fixed -lease 300ms of job is about to run out") {
+	if msg := joined(p.stderr.rest(t)); !strings.Contains(msg, "the fixed -lease 2s of job is about to run out") {
 		t.Fatalf("stderr does not explain the loss:\n%s", msg)
 	}
 }
