@@ -92,7 +92,9 @@ func TestClosedClientFreesLockWithinWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock not freed after Close: %v", err)
 	}
-	if d := time.Since(closed); d > watchdog+100*time.Millisecond {
+	// The key expires within the watchdog timeout; the waiter learns it on its timer, which a loaded machine may
+	// run late, hence the slack.
+	if d := time.Since(closed); d > watchdog+300*time.Millisecond {
 		t.Errorf("lock freed %v after Close, want within the watchdog timeout %v", d, watchdog)
 	}
 	mustUnlock(t, c2.Lock("lock"), held2)
@@ -123,7 +125,7 @@ func TestKilledProcessFreesLockWithinWatchdog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock not freed after SIGKILL: %v", err)
 	}
-	if d := time.Since(killed); d > watchdog+100*time.Millisecond {
+	if d := time.Since(killed); d > watchdog+300*time.Millisecond { // slack: as after Close
 		t.Errorf("lock freed %v after SIGKILL, want within the watchdog timeout %v", d, watchdog)
 	}
 	mustUnlock(t, c.Lock("lock"), held)
