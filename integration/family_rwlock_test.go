@@ -292,7 +292,8 @@ func TestRWLockReadReleaseMovesTheLocalEndToTheRemainingHold(t *testing.T) {
 	if cause := doneCause(t, short, 2*time.Second); !errors.Is(cause, rlock.ErrLeaseExpired) {
 		t.Fatalf("held cause %v, want ErrLeaseExpired when the remaining 600 ms hold ends", cause)
 	}
-	if d := time.Since(start); d > 700*time.Millisecond {
+	// Done is closed by the timer at the hold's end, which a loaded machine may run late: 300 ms of slack.
+	if d := time.Since(start); d > 900*time.Millisecond {
 		t.Fatalf("held context ended %v after the release, want by the remaining hold's end (600 ms)", d)
 	}
 	// The server agrees: the lock went with the short hold, and a writer gets in.
