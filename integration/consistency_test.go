@@ -372,9 +372,13 @@ func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (conte
 		wait, stop := context.WithTimeout(ctx, time.Duration(1+rng.IntN(30))*time.Millisecond)
 		held, err = f.Get(wait)
 		stop()
-		if err != nil && ctx.Err() == nil && !f.IsDone() {
-			r.counts.abandoned.Add(1)
-			cancel() // abandon it: a grant that came first is the caller's, a later one the client gives back
+		if err != nil && ctx.Err() == nil {
+			// The caller stopped waiting, not the call: its result is still the caller's. The future may have
+			// completed just after Get gave up, with a grant the caller must take and unlock.
+			if !f.IsDone() {
+				r.counts.abandoned.Add(1)
+				cancel() // abandon it: a grant that came first is the caller's, a later one the client gives back
+			}
 			held, err = f.Get(ctx)
 		}
 	}
