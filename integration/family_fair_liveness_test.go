@@ -136,7 +136,13 @@ func (r redissonFair) keys() []string {
 		"redisson_lock__channel:{" + r.name + "}"}
 }
 
-func nowMillis() string { return strconv.FormatInt(time.Now().UnixMilli(), 10) }
+// javaClock is the clock the Redisson scripts are given, as a Java client passes System.currentTimeMillis(): a
+// second ahead of this machine's. A Redisson acquire shifts our unbounded waiter's deadline (its last refresh plus
+// its 5-minute liveness window) down by the Java thread wait time, also 5 minutes, to the instant of that refresh;
+// Redisson then drops it only if its clock has passed that instant. Our waiter refreshes once more right after it
+// queued (its retry once subscribed), which can land a millisecond after a clock read beforehand: the second
+// makes the drop the tests arrange certain, as a Java client whose clock runs ahead would make it.
+func javaClock() string { return strconv.FormatInt(time.Now().Add(time.Second).UnixMilli(), 10) }
 
 // acquire runs Redisson's acquire for owner: true when granted.
 func (r redissonFair) acquire(owner string, lease time.Duration) bool {
@@ -158,11 +164,11 @@ type javaStep struct {
 
 func (r redissonFair) acquireStep(owner string, lease time.Duration) javaStep {
 	return javaStep{redissonFairAcquire, []string{strconv.FormatInt(lease.Milliseconds(), 10), owner,
-		strconv.FormatInt(r.wait.Milliseconds(), 10), nowMillis()}}
+		strconv.FormatInt(r.wait.Milliseconds(), 10), javaClock()}}
 }
 
 func (r redissonFair) releaseStep(owner string) javaStep {
-	return javaStep{redissonFairRelease, []string{"0", "30000", owner, nowMillis()}}
+	return javaStep{redissonFairRelease, []string{"0", "30000", owner, javaClock()}}
 }
 
 // atomically runs Redisson scripts one after the other in one EVAL, so that no waiter of ours attempts between
