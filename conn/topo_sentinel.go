@@ -38,6 +38,10 @@ type sentinel struct {
 	ref      *refresher
 	watchers []*watcher
 	failing  atomic.Bool // the last refresh failed (its warning is logged once per outage)
+	// moveMu orders the moves of the node: a Sentinel's announcement, and a refresh's answer, which must not undo
+	// an announcement made while the refresh asked (see refresh). announced counts the announcements; guarded.
+	moveMu    sync.Mutex
+	announced uint64
 }
 
 // watcher keeps a subscription to +switch-master on one Sentinel, on its own pub/sub connection (a registry of its
@@ -164,7 +168,16 @@ func (s *sentinel) ask(ctx context.Context, sentinelAddr string) (sentinelAnswer
 }
 
 // refresh is the refresher's run: ask the Sentinels, and move the node when the master changed.
+//
+// An announcement (+promoted-slave, +switch-master) that arrives while the Sentinels are being asked wins: their
+// answers may predate it — every Sentinel names the old master until the failover's leader promotes a replica,
+// and in a graceful failover the old master still passes the ROLE check until it is reconfigured — and acting on
+// them would move the Client back to the old master, then forward again at the next announcement. Such a
+// refresh moves nothing and asks again.
 func (s *sentinel) refresh() {
+	s.moveMu.Lock()
+	asked := s.announced
+	s.moveMu.Unlock()
 	addr, err := s.discover()
 	if err != nil {
 		if s.c.ctx.Err() == nil {
@@ -181,7 +194,10 @@ func (s *sentinel) refresh() {
 		return
 	}
 	s.failing.Store(false)
-	s.switchTo(addr, "sentinel query")
+	if !s.moveTo(addr, "sentinel query", &asked) {
+		s.ref.trigger() // an announcement came meanwhile: ask again (after the refresh gap)
+		return
+	}
 	if !s.node.up() {
 		s.ref.stillDegraded()
 		return
@@ -189,16 +205,31 @@ func (s *sentinel) refresh() {
 	s.ref.healthy()
 }
 
-// switchTo moves the Client's node to the master at addr, if it is not there already.
-func (s *sentinel) switchTo(addr, why string) {
+// announce moves the Client's node to the master at addr on a Sentinel's announcement.
+func (s *sentinel) announce(addr, why string) { s.moveTo(addr, why, nil) }
+
+// moveTo moves the Client's node to the master at addr, if it is not there already. asked is nil for an
+// announcement, which counts as one; for a refresh's answer it is the count of announcements when the refresh
+// began, and the answer is dropped (false) when another came since.
+func (s *sentinel) moveTo(addr, why string, asked *uint64) bool {
+	s.moveMu.Lock()
+	if asked == nil {
+		s.announced++
+	} else if *asked != s.announced {
+		s.moveMu.Unlock()
+		return false
+	}
 	old := s.node.currentAddr()
-	if s.node.retarget(addr) {
+	moved := s.node.retarget(addr)
+	s.moveMu.Unlock()
+	if moved {
 		s.c.cfg.Logger.Info("conn: master switched", "master", s.name, "from", old, "to", addr, "by", why)
 		if old != "" { // not a lazy Client's first master
 			s.c.emit(Event{Kind: EventFailover, Addr: addr, Prev: old})
 		}
 		s.c.rt.kick() // retries waiting for the new master go now (queued on its connections until they open)
 	}
+	return true
 }
 
 // subscribe subscribes the watcher to +switch-master and +promoted-slave (those not subscribed yet); on failure it
@@ -256,11 +287,11 @@ func (w *watcher) onMessage(m Message) {
 	switch m.Channel {
 	case switchChannel:
 		if len(f) == 5 && f[0] == w.s.name {
-			w.s.switchTo(net.JoinHostPort(f[3], f[4]), switchChannel)
+			w.s.announce(net.JoinHostPort(f[3], f[4]), switchChannel)
 		}
 	case promotedChannel:
 		if len(f) == 8 && f[0] == "slave" && f[4] == "@" && f[5] == w.s.name {
-			w.s.switchTo(net.JoinHostPort(f[2], f[3]), promotedChannel)
+			w.s.announce(net.JoinHostPort(f[2], f[3]), promotedChannel)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
+	"github.com/locksmith-go/locksmith/internal/faultproxy"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
@@ -20,9 +21,16 @@ import (
 func TestSentinel(t *testing.T) {
 	rs := redistest.StartReplicaSet(t)
 	// Refresh every 100 ms, so that Sentinel queries run throughout the failovers: a query answered by a Sentinel
-	// that has not heard of the failover yet must not move the client back (switches counts the moves).
+	// that has not heard of the failover yet must not move the client back (switches counts the moves). One
+	// Sentinel (not the one that leads the graceful failover) answers 300 ms late, so that a query is nearly always
+	// in flight when the failover is announced: its answers, older than the announcement, must not move the client
+	// back either.
+	addrs := rs.SentinelAddrs()
+	slow := faultproxy.Start(t, addrs[len(addrs)-1])
+	slow.SetLatency(faultproxy.Downstream, 300*time.Millisecond)
+	addrs[len(addrs)-1] = slow.Addr()
 	var switches atomic.Int32
-	c := newClient(t, conn.Config{SentinelAddrs: rs.SentinelAddrs(), MasterName: rs.MasterName(),
+	c := newClient(t, conn.Config{SentinelAddrs: addrs, MasterName: rs.MasterName(),
 		TopologyRefreshInterval: 100 * time.Millisecond,
 		Logger:                  slog.New(countingHandler{Handler: slog.DiscardHandler, substr: "master switched", n: &switches})})
 
