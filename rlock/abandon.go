@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/locksmith-go/locksmith/future"
 )
@@ -12,7 +13,7 @@ import (
 // (waitSync).
 
 // abandon ends the call with err because its context ended or its wait ran out. The waiter leaves its queue
-// before the future fails, so a caller that sees the error also sees the waiter gone. A command in flight for it
+// before the future fails, so a caller that sees the error also sees the waiter gone (leftThenFail). A command in flight for it
 // finishes the job: a refusal just ends it, a grant is given back. If the call already completed with a grant,
 // the grant is given back when release is true (a blocking call whose caller will never see it); otherwise it
 // belongs to whoever holds the future.
@@ -42,7 +43,8 @@ func (w *waiter) abandonLocked(err error, release bool) {
 	sh.mu.Unlock()
 	act.run()
 	if idle {
-		w.call.left()
+		w.leftThenFail(err, release)
+		return
 	}
 	if inFlight && errors.Is(err, ErrNotAcquired) {
 		// The wait ran out and the attempt in flight (or a release of this client naming the call) was not
@@ -54,6 +56,35 @@ func (w *waiter) abandonLocked(err error, release bool) {
 		return
 	}
 	w.call.giveBackResult()
+}
+
+// leftThenFail tells the server that the idle call gave up (left) and fails it with err once the server answered,
+// so that a caller that sees the error also sees its entry gone from the server's queue. Its next command (the
+// Unlock of a lock it holds, a TryLock) may go out on another connection of the pool than the departure and be
+// run first; a release would then grant the lock to the departed waiter, and the lock would look taken for a round
+// trip, until the departure gives the grant back. The failure waits at most inFlightGrace for the answer (a server
+// that stopped answering). When the call was complete already and release is true, its result is given back, as
+// abandon does.
+func (w *waiter) leftThenFail(err error, release bool) {
+	var once atomic.Bool
+	finish := func() {
+		if once.Swap(true) {
+			return
+		}
+		if !w.call.fail(err) && release {
+			w.call.giveBackResult()
+		}
+	}
+	// Either runs finish: the timer also when the client closes, the departure once answered or failed.
+	w.sh.c.after(inFlightGrace, func(bool) { finish() })
+	w.call.left(finish)
+}
+
+// runThen runs then when it is not nil: the continuation of a departure (waitCall.left).
+func runThen(then func()) {
+	if then != nil {
+		then()
+	}
 }
 
 // dueLeaveLocked records that w was abandoned while its attempt was in flight, an attempt that may queue it on the

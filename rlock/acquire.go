@@ -44,8 +44,9 @@ type lockRules interface {
 	channel(lc *lockCall) string
 	// wait sets lc's wake-up rule and flags.
 	wait(lc *lockCall)
-	// left tells the server that lc gave up waiting (the fair lock's queue); most kinds do nothing.
-	left(lc *lockCall)
+	// left tells the server that lc gave up waiting (the fair lock's queue); most kinds do nothing. then, when not
+	// nil, runs once the server answered (at once when nothing is sent).
+	left(lc *lockCall, then func())
 	// ops names the kind's acquire operations.
 	ops() *acquireOps
 }

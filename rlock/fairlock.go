@@ -107,13 +107,15 @@ func (l *FairLock) wait(lc *lockCall) { lc.rule = wakeAll }
 func (l *FairLock) ops() *acquireOps { return fairOps }
 
 // left takes a waiter that gave up out of the server's queue (a try without waiting never joined it).
-func (l *FairLock) left(lc *lockCall) {
+func (l *FairLock) left(lc *lockCall, then func()) {
 	if lc.noWait || l.c.closed.Load() {
+		runThen(then)
 		return
 	}
 	owner := lc.owner
 	l.c.call(background, conn.Cmd{Script: fairLeaveScript, Keys: l.fkeys, Args: []string{owner, scripts.UnlockMessage, l.c.pub()}}).
 		OnComplete(func(_ resp.Value, err error) {
+			runThen(then)
 			if err != nil && !l.c.closed.Load() {
 				l.c.log.Warn("rlock: removing a fair-lock waiter from the queue failed; it is dropped at its deadline",
 					"lock", l.name, "owner", owner, "err", err)

@@ -72,7 +72,7 @@ func (l *FencedLock) channel(*lockCall) string { return channelName(l.name) }
 // ... but take no hand-off: a grant must come with a token, from their own script.
 func (l *FencedLock) wait(lc *lockCall) { lc.rule, lc.serverQueue = wakeOne, true }
 
-func (l *FencedLock) left(*lockCall) {}
+func (l *FencedLock) left(_ *lockCall, then func()) { runThen(then) }
 
 func (l *FencedLock) ops() *acquireOps { return fencedOps }
 

@@ -305,14 +305,15 @@ func (lc *lockCall) giveBackResult() {
 }
 
 // left tells the server that lc gave up: a call queued there leaves the queue (and releases a grant made to it
-// meanwhile); a fair-lock waiter leaves its kind's queue.
-func (lc *lockCall) left() {
-	if lc.serverQueue {
-		lc.leave(false)
-		return
-	}
-	if lc.lo.rules != nil {
-		lc.lo.rules.left(lc)
+// meanwhile); a fair-lock waiter leaves its kind's queue. then runs once the server answered.
+func (lc *lockCall) left(then func()) {
+	switch {
+	case lc.serverQueue:
+		lc.leave(false, then)
+	case lc.lo.rules != nil:
+		lc.lo.rules.left(lc, then)
+	default:
+		runThen(then)
 	}
 }
 

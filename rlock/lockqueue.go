@@ -260,8 +260,9 @@ func (lc *lockCall) grantedByOther() outcome {
 // leave takes lc's entry out of the server's queue after lc gave up without a grant (or its attempt's outcome is
 // unknown), and releases a grant made to it meanwhile. Retried on transport failures until it is confirmed, or the
 // entry and any grant to it have expired by themselves. later sends the first attempt after RetryDelay too: after an
-// attempt whose outcome is unknown, which the server may not have read yet (orphan.go).
-func (lc *lockCall) leave(later bool) {
+// attempt whose outcome is unknown, which the server may not have read yet (orphan.go). then, when not nil, runs
+// when the first attempt is answered or fails.
+func (lc *lockCall) leave(later bool, then func()) {
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
 	ran := false   // an attempt whose reply was lost may have run (and released a grant)
@@ -271,6 +272,11 @@ func (lc *lockCall) leave(later bool) {
 		k := plainKeys(lc.lo.name)
 		c.conn.Eval(background, leaveScript, k[:], lc.leaseArg(), lc.owner, lc.leaveSpec(),
 			c.pub()).OnComplete(func(v resp.Value, err error) {
+			if then != nil {
+				first := then
+				then = nil // the retries that follow run one at a time, after this one
+				first()
+			}
 			if err == nil {
 				if v = c.published(lc.sh, lc.lo.name, v); v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
 					c.orphanSettled(lc.lo.name, lc.owner, true, nil) // a grant made to it was released
@@ -348,7 +354,7 @@ func (lc *lockCall) resumeAfterRelease() {
 		sh.mu.Unlock()
 		act.run()
 		if queued {
-			lc.left()
+			lc.left(nil)
 		}
 		lc.fail(err)
 		return

@@ -199,9 +199,9 @@ func (lc *lockCall) lostInFlight() {
 	c := lc.sh.c
 	switch {
 	case lc.serverQueue:
-		lc.leave(true) // releases a grant to an owner made for the call, and one announced to the call
+		lc.leave(true, nil) // releases a grant to an owner made for the call, and one announced to the call
 	case lc.lo.rules != nil:
-		lc.lo.rules.left(lc)
+		lc.lo.rules.left(lc, nil)
 	}
 	switch {
 	case lc.fresh:

@@ -122,8 +122,8 @@ func (pc *permitCall[T]) giveBackResult() {
 	}
 }
 
-func (pc *permitCall[T]) left()         {}
-func (pc *permitCall[T]) lostInFlight() {}
+func (pc *permitCall[T]) left(then func()) { runThen(then) }
+func (pc *permitCall[T]) lostInFlight()    {}
 
 // unknownOutcome keeps the cause of a permit call: its permits are not taken back (see the callers' docs), and a
 // wait that ran out is ErrNotAcquired.

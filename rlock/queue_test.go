@@ -24,7 +24,7 @@ func (s *stubCall) succeed(outcome, *hold)             {}
 func (s *stubCall) fail(error) bool                    { return true }
 func (s *stubCall) undo(outcome)                       {}
 func (s *stubCall) giveBackResult()                    {}
-func (s *stubCall) left()                              {}
+func (s *stubCall) left(then func())                   { runThen(then) }
 func (s *stubCall) lostInFlight()                      {}
 func (s *stubCall) unknownOutcome(cause error) error   { return cause }
 func (s *stubCall) permits() int64                     { return max(s.need, 1) }

@@ -156,6 +156,6 @@ func (lc *lockCall) failUnsynced(err error) {
 	}
 	w.sh.mu.Unlock()
 	act.run()
-	lc.left()
+	lc.left(nil)
 	lc.fail(lc.sh.c.mapErr(err))
 }

@@ -130,7 +130,7 @@ func (r *ReadLock) channel(*lockCall) string { return r.rw.ch }
 
 func (r *ReadLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
-func (r *ReadLock) left(*lockCall) {}
+func (r *ReadLock) left(_ *lockCall, then func()) { runThen(then) }
 
 func (r *ReadLock) ops() *acquireOps { return readOps }
 
@@ -265,7 +265,7 @@ func (wl *WriteLock) channel(*lockCall) string { return wl.rw.ch }
 
 func (wl *WriteLock) wait(lc *lockCall) { lc.rule = wakeRW }
 
-func (wl *WriteLock) left(*lockCall) {}
+func (wl *WriteLock) left(_ *lockCall, then func()) { runThen(then) }
 
 func (wl *WriteLock) ops() *acquireOps { return writeOps }
 

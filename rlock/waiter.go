@@ -87,8 +87,10 @@ type waitCall interface {
 	// giveBackResult gives back what the call completed with, for a blocking caller that stopped waiting and will
 	// never see it.
 	giveBackResult()
-	// left tells the server that the call gave up without a grant (the fair lock's queue); most calls do nothing.
-	left()
+	// left tells the server that the call gave up without a grant (the lock's and the fair lock's queues); most
+	// calls do nothing. then, when not nil, runs once the server answered (or the departure failed on the
+	// transport), at once when nothing is sent.
+	left(then func())
 	// lostInFlight reacts to an attempt that failed after it may have run on the server (conn.ErrConnLost): it
 	// leaves the server's queues and takes back what the attempt may have been granted.
 	lostInFlight()
@@ -245,12 +247,14 @@ func (w *waiter) settle(o outcome, _ bool) {
 		queued := w.queued
 		sh.mu.Unlock()
 		act.run()
-		// The caller learns the outcome only once the server's queue was told, and a lost grant's release begun.
+		// The caller learns the outcome only once the departure from the server's queue was sent, and a lost
+		// grant's release begun. It does not wait for their answers, as a call that gave up does (leftThenFail):
+		// the transport failed, and the next answer may be as late.
 		switch {
 		case ambiguous:
 			w.call.lostInFlight()
 		case queued || !w.serverQueue:
-			w.call.left()
+			w.call.left(nil)
 		}
 		w.call.fail(failWith)
 		return
@@ -285,9 +289,10 @@ func (w *waiter) settle(o outcome, _ bool) {
 		sh.mu.Unlock()
 		act.run()
 		if queued || !w.serverQueue {
-			w.call.left()
+			w.leftThenFail(failWith, false) // no effect when abandoned: the future failed already
+			return
 		}
-		w.call.fail(failWith) // no effect when abandoned: the future failed already
+		w.call.fail(failWith)
 		return
 	}
 	w.retries = 0

@@ -63,6 +63,37 @@ func TestLockTryLockUnlock(t *testing.T) {
 	}
 }
 
+// A waiter that gave up is gone from the lock's queue on the server by the time its caller learns it: miniredis
+// serves each connection on a goroutine of its own, so a command sent after the failure on another connection of
+// the pool (the Unlock, the TryLock) would otherwise often run before the departure, and the release would grant
+// the lock to the departed waiter for a round trip. Run 300 times: it failed about once in a hundred rounds when
+// the failure came before the server's answer.
+func TestGaveUpWaiterIsGoneWhenItsCallerLearns(t *testing.T) {
+	c, _ := newClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	l := c.Lock("orders:43")
+	for round := range 300 {
+		held, err := l.Lock(ctx)
+		if err != nil {
+			t.Fatalf("round %d: Lock: %v", round, err)
+		}
+		if _, err := l.TryLock(ctx, 3*time.Millisecond, 0); !errors.Is(err, rlock.ErrNotAcquired) {
+			t.Fatalf("round %d: TryLock by another owner while held = %v; want ErrNotAcquired", round, err)
+		}
+		if err := l.Unlock(held); err != nil {
+			t.Fatalf("round %d: Unlock: %v", round, err)
+		}
+		again, err := l.TryLock(ctx, 0, 0)
+		if err != nil {
+			t.Fatalf("round %d: TryLock of the free lock, after the waiter gave up: %v", round, err)
+		}
+		if err := l.Unlock(again); err != nil {
+			t.Fatalf("round %d: Unlock: %v", round, err)
+		}
+	}
+}
+
 // A waiting Lock is woken by the release (miniredis delivers the unlock message over PUBLISH/SUBSCRIBE).
 func TestWaiterIsWokenByUnlock(t *testing.T) {
 	c, _ := newClient(t)
