@@ -12,11 +12,11 @@ import (
 // in a queue or while an attempt of it is in flight, and what the blocking calls do when their Get returns early
 // (waitSync).
 
-// abandon ends the call with err because its context ended or its wait ran out. The waiter leaves its queue
-// before the future fails, so a caller that sees the error also sees the waiter gone (leftThenFail). A command in flight for it
-// finishes the job: a refusal just ends it, a grant is given back. If the call already completed with a grant,
-// the grant is given back when release is true (a blocking call whose caller will never see it); otherwise it
-// belongs to whoever holds the future.
+// abandon ends the call with err because its context ended or its wait ran out. An idle waiter leaves its queue
+// before the future fails, so a caller that sees the error also sees the waiter gone (leftThenFail). A command in
+// flight for it finishes the job: a refusal just ends it, a grant is given back. If the call already completed
+// with a grant, the grant is given back when release is true (a blocking call whose caller will never see it);
+// otherwise it belongs to whoever holds the future.
 func (w *waiter) abandon(err error, release bool) {
 	w.sh.mu.Lock()
 	w.abandonLocked(err, release)

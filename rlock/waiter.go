@@ -281,16 +281,20 @@ func (w *waiter) settle(o outcome, _ bool) {
 	if w.abandoned != nil || w.noWait ||
 		(w.deadline != 0 && (now >= w.deadline || (o.hopeless && now+o.bound > w.deadline))) {
 		act := w.leaveLocked(false)
-		failWith := error(ErrNotAcquired)
-		if w.abandoned != nil {
+		failWith, abandoned := error(ErrNotAcquired), w.abandoned != nil
+		if abandoned {
 			failWith = w.abandoned
 		}
 		queued := w.queued
 		sh.mu.Unlock()
 		act.run()
-		if queued || !w.serverQueue {
-			w.leftThenFail(failWith, false) // no effect when abandoned: the future failed already
+		leaving := queued || !w.serverQueue
+		if leaving && !abandoned {
+			w.leftThenFail(failWith, false)
 			return
+		}
+		if leaving {
+			w.call.left(nil) // abandon fails the future (this fail may come first): nobody waits for the answer
 		}
 		w.call.fail(failWith)
 		return
