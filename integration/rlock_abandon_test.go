@@ -37,9 +37,11 @@ func TestThousandAbandonedAsyncAcquiresLeaveNoHold(t *testing.T) {
 			t.Fatalf("acquire %d: Get = %v, want the wait's deadline (the holder holds the lock)", i, err)
 		}
 	}
-	if s := c.Stats(); s.Waiters != n {
-		t.Fatalf("Stats().Waiters = %d after the Gets gave up, want %d: Get's context does not end the acquire", s.Waiters, n)
-	}
+	// Get's context does not end the acquire: every call goes on to wait (a call counts as a waiter once its
+	// first attempt was refused, which a loaded machine may not have answered yet).
+	eventually(t, 10*time.Second, "every acquire waiting after the Gets gave up", func() bool {
+		return c.Stats().Waiters == n
+	})
 
 	var givenBack, abandoned atomic.Int64
 	unlocked := make(chan error, 1)
