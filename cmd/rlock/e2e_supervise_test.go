@@ -206,11 +206,12 @@ func TestE2EForwardedSignalReachesTheWholeGroup(t *testing.T) {
 }
 
 // A fixed lease: the group is stopped before the lease ends, SIGKILL included, so a waiting rlock's command
-// starts after the first command's last trace.
+// starts after the first command's last trace. The lease of 2 s gives a margin of 200 ms, which the supervisor
+// keeps on a loaded test machine too.
 func TestE2EFixedLeaseStopsTheGroupBeforeTheLeaseEnds(t *testing.T) {
 	srv := redistest.Start(t)
 	file := filepath.Join(t.TempDir(), "trace")
-	a := startRlock(t, srv, execArgs([]string{"-lease", "1s", "-grace", "300ms"}, "job", helper(t, "tree", file, "A"))...)
+	a := startRlock(t, srv, execArgs([]string{"-lease", "2s", "-grace", "300ms"}, "job", helper(t, "tree", file, "A"))...)
 	ready := strings.Fields(a.stdout.next(t))
 	b := startRlock(t, srv, execArgs(nil, "job", helper(t, "mark", file, "B"))...)
 	if code := a.wait(t); code != exitLost {
