@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -42,6 +43,9 @@ func startJob(spec jobSpec) (job, error) {
 	args := []string{"rlock", supervisorArg, "-grace", spec.grace.String(), "-pgrp", strconv.Itoa(syscall.Getpgrp())}
 	if !spec.killBy.IsZero() {
 		args = append(args, "-kill-by", strconv.FormatInt(spec.killBy.UnixNano(), 10))
+		if now, ok := machineMonotonic(); ok {
+			args = append(args, "-kill-by-mono", strconv.FormatInt(now+int64(time.Until(spec.killBy)), 10))
+		}
 	}
 	if spec.foreground {
 		args = append(args, "-fg")

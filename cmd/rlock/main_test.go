@@ -58,6 +58,7 @@ func TestMain(m *testing.M) {
 //	                    tickEvery, forever
 //	tick FILE ID        ignore SIGTERM, print "ready", append "tick ID PID <ns>" every tickEvery, forever
 //	mark FILE ID        append "start ID PID <ns>" to FILE
+//	monoclock           print the machine's monotonic clock in ns (machineMonotonic), or "none"
 //	readline            print "ready PID", read a line from stdin, print "got: LINE"
 //	jobshell ARGS...    run ARGS as a child in this process group (a shell's foreground job), then print
 //	                    "foreground restored" if this group is the terminal's foreground group again
@@ -101,6 +102,13 @@ func helperMain(args []string) int {
 		return helperTick(args[0], args[1], args[2])
 	case "mark":
 		return appendLine(args[1], fmt.Sprintf("start %s %d %d\n", args[2], os.Getpid(), time.Now().UnixNano()))
+	case "monoclock":
+		if now, ok := machineMonotonic(); ok {
+			fmt.Println(now)
+		} else {
+			fmt.Println("none")
+		}
+		return 0
 	case "readline":
 		fmt.Println("ready", os.Getpid())
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')

@@ -62,6 +62,7 @@ func supervisorMain(args []string) int {
 	fs.SetOutput(os.Stderr)
 	grace := fs.Duration("grace", defaultGrace, "SIGTERM to SIGKILL")
 	killBy := fs.Int64("kill-by", 0, "Unix time in ns by which the group must have got SIGKILL (0: none)")
+	killByMono := fs.Int64("kill-by-mono", 0, "the same deadline on the machine's monotonic clock (0: not given)")
 	fg := fs.Bool("fg", false, "give the command the controlling terminal")
 	pgrp := fs.Int("pgrp", 0, "rlock's process group, which gets the terminal back")
 	if err := fs.Parse(args); err != nil || fs.NArg() < 2 || !isPipe(3) || !isPipe(4) {
@@ -73,7 +74,7 @@ func supervisorMain(args []string) int {
 	ctl, rep := os.NewFile(3, "rlock-control"), os.NewFile(4, "rlock-report")
 	s := &supervisor{rep: rep, grace: *grace, rlockPgrp: *pgrp}
 	if *killBy != 0 {
-		s.killBy = time.Unix(0, *killBy)
+		s.killBy = killDeadline(*killBy, *killByMono)
 	}
 
 	ignored := make(chan os.Signal, 8)
@@ -324,4 +325,17 @@ func readLines(r *os.File, out chan<- string) {
 	for sc.Scan() {
 		out <- sc.Text()
 	}
+}
+
+// killDeadline turns the kill deadline rlock passed into a time on this process's monotonic clock, so that a step
+// of the wall clock while the command runs does not delay the SIGKILL (a step on the server's machine moves its
+// key expiry, which no client can guard against). The deadline on the machine's monotonic clock is used when given
+// (machineMonotonic); the wall-clock one otherwise, which a step between rlock's reading and this one shifts.
+func killDeadline(wallNanos, monoNanos int64) time.Time {
+	if monoNanos != 0 {
+		if now, ok := machineMonotonic(); ok {
+			return time.Now().Add(time.Duration(monoNanos - now))
+		}
+	}
+	return time.Now().Add(time.Until(time.Unix(0, wallNanos)))
 }
