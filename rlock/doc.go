@@ -68,6 +68,7 @@
 // non-cancelable parent. Its Err checks the lease's local end by itself, without waiting for the timer that
 // cancels it there (a starved process may run the timer late), so a holder that checks held.Err() before each
 // step is never told it holds the lock past that end; contexts derived from it learn of the end by cancellation.
+// LeaseEnd returns that end, for work that must be scheduled to stop before a fixed lease runs out.
 //
 // # Server restarts and persistence
 //
