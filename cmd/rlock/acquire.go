@@ -31,9 +31,10 @@ type grant struct {
 	held  context.Context // cancelled, with a cause, when the lock stops being held
 	owner string
 	at    time.Time // when the acquire returned
-	// leaseFrom is when the lease began at the latest, as far as rlock can tell: before the first attempt was
-	// sent when that attempt got the lock, else when the acquire returned (the last attempt of a wait was sent
-	// one round trip earlier, which the fixed lease's stop margin covers).
+	// leaseFrom is when the lease began at the latest, as far as rlock itself can tell: before the first attempt
+	// was sent when that attempt got the lock, else when the acquire returned. After a wait that is later than the
+	// grant by the hand-over's message and wake-up, which a loaded machine can stretch past the stop margin: the
+	// library's account (rlock.LeaseEnd), when it has one, comes first (leaseEnd).
 	leaseFrom time.Time
 }
 

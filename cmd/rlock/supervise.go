@@ -21,6 +21,18 @@ func stopMargin(lease time.Duration) time.Duration {
 	return min(lease/10, maxStopMargin)
 }
 
+// leaseEnd is the earliest moment the server may let another owner in after the grant g of a fixed lease: the
+// library's own account of it (rlock.LeaseEnd: counted from when the granting command was sent, which for a lock
+// handed over by another holder's release is before the release ran), or, for a held context it does not know,
+// lease after g.leaseFrom.
+func leaseEnd(g grant, lease time.Duration) time.Time {
+	end := g.leaseFrom.Add(lease)
+	if e, ok := rlock.LeaseEnd(g.held); ok && e.Before(end) {
+		end = e
+	}
+	return end
+}
+
 // maxGrace is the longest -grace that fits in the lease. A killed rlock's supervisor sends SIGTERM at once and
 // SIGKILL after the grace; the server's lease then has at least two thirds of -watchdog left (it is renewed every
 // third), less the renewal's batching delay and round trip, so half of -watchdog leaves a sixth as margin. A
@@ -50,7 +62,7 @@ func (x *execRun) supervise(g grant) int {
 		grace: x.grace, foreground: x.e.terminal != nil && x.e.terminal(),
 	}
 	if x.lease > 0 {
-		spec.killBy = g.leaseFrom.Add(x.lease - stopMargin(x.lease))
+		spec.killBy = leaseEnd(g, x.lease).Add(-stopMargin(x.lease))
 	}
 	started := time.Now()
 	j, err := startJob(spec)
