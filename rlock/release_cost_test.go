@@ -77,7 +77,10 @@ func (p *pipe) send(args ...string) {
 }
 
 // recv flushes and reads n replies, failing on an error reply.
-func (p *pipe) recv(tb testing.TB, n int) {
+func (p *pipe) recv(tb testing.TB, n int) { p.recvInto(tb, n, nil) }
+
+// recvInto is recv that also appends the replies to got (when non-nil) and returns it.
+func (p *pipe) recvInto(tb testing.TB, n int, got []resp.Value) []resp.Value {
 	if err := p.w.Flush(); err != nil {
 		tb.Fatal(err)
 	}
@@ -88,6 +91,9 @@ func (p *pipe) recv(tb testing.TB, n int) {
 			p.in = p.in[k:]
 			if v.Type == resp.ErrorReply {
 				tb.Fatalf("server error: %s", v.Str)
+			}
+			if got != nil {
+				got = append(got, v)
 			}
 			n--
 			continue
@@ -101,6 +107,7 @@ func (p *pipe) recv(tb testing.TB, n int) {
 		}
 		p.in = append(p.in, tmp[:r]...)
 	}
+	return got
 }
 
 func shaOf(src string) string {
