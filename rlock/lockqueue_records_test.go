@@ -74,3 +74,28 @@ func TestAGrantRecordWithWaitersLeftKeepsTheSet(t *testing.T) {
 		t.Fatalf("the deadline set with B still queued has PTTL %d, want none", ttl)
 	}
 }
+
+// An attempt that finds the lock expired hands it to the head of the queue on the way; when that empties the queue,
+// the attempt's own entry is the next head (its reply the new holder's PTTL), and the deadline set, which the
+// emptied queue had given an expiry (it keeps the grant's record), is persistent again while the entry waits. The
+// next attempt queues behind it.
+func TestAnAttemptQueuedIntoAQueueItEmptiedIsTheHead(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	// B's call has a nonce of its own: its grant is recorded in the deadline set, which thus outlives the queue.
+	wantIntIn(t, "B queued as the head", queueAttemptWithNonce(srv, "lock", ownerB, "88", false), 1,
+		queueLease.Milliseconds())
+	srv.do("DEL", "lock") // A's lease ran out, and nobody was told
+	wantIntIn(t, "C's attempt, the head now (B's PTTL)", queueAttempt(srv, "lock", ownerC, "g10000", false), 1, 10000)
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerB] != "1" {
+		t.Fatalf("after C's attempt the lock is %v, want B's grant", m)
+	}
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 1 || q[0] != entryOf(ownerC, "g10000") {
+		t.Fatalf("the queue is %q, want C's entry alone", q)
+	}
+	if ttl := srv.int("PTTL", keys[keyDeadlines]); ttl != -1 {
+		t.Fatalf("the deadline set with C queued has PTTL %d, want none", ttl)
+	}
+	wantInt(t, "A queued behind C", queueAttempt(srv, "lock", ownerA, "g10000", false), scripts.QueuedNotHead)
+}

@@ -305,7 +305,10 @@ const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' o
 // is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim the Lua
 // that returns the reply for a hold claimed (see LockAcquire). Extra keys a kind needs follow KEYS[4]. Its fast
 // path, an acquire that finds neither lock nor queue, runs Redisson's commands and one EXISTS, before anything of
-// the queue or of publishing is set up (publishingFast).
+// the queue or of publishing is set up (publishingFast). The queued path counts its commands too, as every
+// cross-process grant pays for them: one PTTL tells a free lock and the bound, and a new entry learns from RPUSH's
+// length whether it is the head, and makes the deadline set persistent only when it is the queue's first (the set
+// is given an expiry only while the queue is empty: emptied, recordGrantLua).
 func queuedAcquire(grant, claim string) string {
 	return publishingFast(`local taken = redis.call('exists', KEYS[1], KEYS[2])
 if taken == 0 then
@@ -324,8 +327,9 @@ elseif not entry and (taken == 2 or redis.call('exists', KEYS[2]) == 0) then
   return redis.call('pttl', KEYS[1])
 end
 `+queueClockLua+queueHandOverLua+`local head = live()
-local bound = nil
-if redis.call('exists', KEYS[1]) == 0 then
+local bound = redis.call('pttl', KEYS[1])
+if bound == -2 then
+  bound = nil
   local gap = tonumber(redis.call('zscore', KEYS[3], ':gap') or 0)
   if gap > now then
     bound = gap - now
@@ -341,8 +345,9 @@ end
 bound = bound or redis.call('pttl', KEYS[1])
 if not entry then return bound end
 if redis.call('zadd', KEYS[3], now + `+queueLivenessMillis+`, entry) == 1 then
-  redis.call('rpush', KEYS[2], entry)
+  if redis.call('rpush', KEYS[2], entry) > 1 then return `+strconv.Itoa(QueuedNotHead)+` end
   redis.call('persist', KEYS[3])
+  return bound
 end
 if redis.call('lindex', KEYS[2], 0) == entry then return bound end
 return `+strconv.Itoa(QueuedNotHead))
