@@ -465,3 +465,22 @@ var (
 	_ context.Context = (*holdValues)(nil)
 	_ timer.Task      = (*hold)(nil)
 )
+
+// LeaseEnd returns the local end of the lease the held context holds: the moment its held context is cancelled
+// with ErrLeaseExpired unless a renewal moves it first. It is counted from when the command that armed the lease
+// was sent — for a lock handed over by another holder's release, when the waiter's last attempt was sent — less a
+// margin (two timer ticks plus 1 % of the lease), so it never comes after the moment the server may let another
+// owner in, whatever the network and the waiter's wake-up cost. A fixed lease's end does not move; a watchdog
+// lock's moves with every confirmed renewal. Use it to schedule the end of work that must stop before a fixed
+// lease runs out. It returns false when ctx is not a held context of a single lock (a MultiLock's or RedLock's held
+// context has no single lease), when the lock is no longer held, and when ctx is nil. It does not block.
+func LeaseEnd(ctx context.Context) (time.Time, bool) {
+	if ctx == nil || ctx.Value(multiKey{}) != nil {
+		return time.Time{}, false
+	}
+	h, ok := ctx.Value(ownerKey{}).(*hold)
+	if !ok || h.Err() != nil {
+		return time.Time{}, false
+	}
+	return h.c.epoch.Add(h.expireAt()), true
+}
