@@ -23,11 +23,7 @@ import (
 func BenchmarkHandOverServerCost(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
-	for _, src := range []string{scripts.LockAcquire.Source, scripts.LockRelease.Source} {
-		if _, err := srv.Do(ctx, "SCRIPT", "LOAD", src); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loadScripts(b, srv, scripts.LockAcquire.Source, scripts.LockRelease.Source)
 	acquireSHA, releaseSHA := shaOf(scripts.LockAcquire.Source), shaOf(scripts.LockRelease.Source)
 	// A first attempt of a waiter that may be granted the lock by someone else's script, with a 3 s lease; the
 	// nonce is the owner's id (an owner made for the call, as a Lock call's is). claimSpec is the same waiter's
@@ -103,10 +99,7 @@ func BenchmarkHandOverServerCost(b *testing.B) {
 				b.StartTimer()
 			}
 			b.StopTimer()
-			st, err := srv.Info(ctx, "commandstats")
-			if err != nil {
-				b.Fatal(err)
-			}
+			st := commandStats(b, srv)
 			if calls := statField(b, st["cmdstat_evalsha"], "calls"); calls != float64(2*b.N+gaps) {
 				b.Fatalf("the server ran %v scripts, want %d", calls, 2*b.N+gaps)
 			}

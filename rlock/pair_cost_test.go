@@ -39,12 +39,8 @@ return 0`
 func BenchmarkUncontendedPairServerCost(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
-	for _, src := range []string{scripts.LockAcquire.Source, scripts.LockRelease.Source, redissonAcquireSrc,
-		plainReleaseSrc, setNXAcquireSrc, getDelReleaseSrc} {
-		if _, err := srv.Do(ctx, "SCRIPT", "LOAD", src); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loadScripts(b, srv, scripts.LockAcquire.Source, scripts.LockRelease.Source, redissonAcquireSrc, plainReleaseSrc,
+		setNXAcquireSrc, getDelReleaseSrc)
 	const name, lease, token = "bench:pair", "30000", "0123456789abcdef0123456789abcdef"
 	keys := plainKeysOf(name)
 	encode := func(args ...string) []byte { return resp.AppendCommand(nil, args...) }
@@ -87,10 +83,7 @@ func BenchmarkUncontendedPairServerCost(b *testing.B) {
 				p.recv(b, 1)
 			}
 			b.StopTimer()
-			st, err := srv.Info(ctx, "commandstats")
-			if err != nil {
-				b.Fatal(err)
-			}
+			st := commandStats(b, srv)
 			calls := statField(b, st["cmdstat_evalsha"], "calls")
 			if calls != float64(2*b.N) {
 				b.Fatalf("the server ran %v scripts, want %d", calls, 2*b.N)

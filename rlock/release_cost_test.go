@@ -118,11 +118,7 @@ func shaOf(src string) string {
 func BenchmarkReleaseServerCost(b *testing.B) {
 	srv := redistest.Start(b)
 	ctx := context.Background()
-	for _, src := range []string{scripts.LockAcquire.Source, scripts.LockRelease.Source, latchReleaseSrc, plainReleaseSrc} {
-		if _, err := srv.Do(ctx, "SCRIPT", "LOAD", src); err != nil {
-			b.Fatal(err)
-		}
-	}
+	loadScripts(b, srv, scripts.LockAcquire.Source, scripts.LockRelease.Source, latchReleaseSrc, plainReleaseSrc)
 	const depth = 64 // pipeline depth, as in BENCHMARKS.md's -P runs
 	const lease = "30000"
 	cases := []struct {
@@ -170,11 +166,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 				p.recv(b, k)
 			}
 			b.StopTimer()
-			st, err := srv.Info(ctx, "commandstats")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(statField(b, st["cmdstat_evalsha"], "usec_per_call"), "server-µs/release")
+			b.ReportMetric(statField(b, commandStats(b, srv)["cmdstat_evalsha"], "usec_per_call"), "server-µs/release")
 			left, _ := srv.DoInt(ctx, "DBSIZE")
 			b.ReportMetric(float64(left)/float64(b.N), "keys-left/release")
 			mem1 := infoInt(b, srv, "memory", "used_memory")
@@ -193,6 +185,24 @@ func infoInt(tb testing.TB, srv *redistest.Server, section, field string) int64 
 		tb.Fatalf("INFO %s %s = %q", section, field, m[field])
 	}
 	return n
+}
+
+// loadScripts loads every source into the server's script cache, so that the benchmarks' EVALSHAs run.
+func loadScripts(tb testing.TB, srv *redistest.Server, srcs ...string) {
+	for _, src := range srcs {
+		if _, err := srv.Do(context.Background(), "SCRIPT", "LOAD", src); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// commandStats reads INFO commandstats: one line per command, read with statField.
+func commandStats(tb testing.TB, srv *redistest.Server) map[string]string {
+	st, err := srv.Info(context.Background(), "commandstats")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st
 }
 
 // statField reads one field of a commandstats line "calls=..,usec=..,usec_per_call=..,...".
