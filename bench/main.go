@@ -86,10 +86,12 @@ own client (-w2x, -w4x: PxG or PxG/K, e.g. 8x8,64x1,8x8/16).
 
 Libraries: ours, redsync, redislock, rueidislock, rueidis (raw rueidis EVALSHA
 of the same scripts), goredis (the same on go-redis), ours-conn (the same on
-locksmith's conn package); variants: ours:lease (fixed lease instead of the
-watchdog), redsync:1ms, redislock:1ms, rueidislock:loop, rueidislock:20ms (its
-default TryNextAfter), rueidis:flush (MaxFlushDelay 20 µs); -variants adds some
-next to their defaults.
+locksmith's conn package), fifo (a reference, not a lock: first come, first
+served on a list beside the key, no expiry); variants: ours:lease (fixed lease
+instead of the watchdog), redsync:1ms, redislock:1ms, rueidislock:loop,
+rueidislock:20ms (its default TryNextAfter), rueidis:flush (MaxFlushDelay
+20 µs); -variants adds some next to their defaults, and fifo next to ours in
+w2x.
 
 Flags:
 `
@@ -348,7 +350,7 @@ func knownLibrary(name string) bool {
 	switch base {
 	case "ours":
 		return variant == "" || variant == "lease"
-	case "ours-conn", "goredis":
+	case "ours-conn", "goredis", "fifo":
 		return variant == ""
 	case "rueidis":
 		return variant == "" || variant == "flush"
@@ -360,7 +362,9 @@ func knownLibrary(name string) bool {
 	return false
 }
 
-// isOurs reports whether the library runs in this binary.
-func isOurs(lib string) bool {
-	return lib == "ours" || strings.HasPrefix(lib, "ours:") || lib == "ours-conn"
+// inThisBinary reports whether the library runs in this binary (ours, its
+// transport baseline and the fifo reference); the peers run in the peers
+// binary.
+func inThisBinary(lib string) bool {
+	return lib == "ours" || strings.HasPrefix(lib, "ours:") || lib == "ours-conn" || lib == "fifo"
 }

@@ -98,14 +98,14 @@ func orchestrate(ctx context.Context, o options, u *ui) (*report.Report, error) 
 	var cases []workload.Spec
 	for _, c := range plan(o) {
 		base, _, _ := strings.Cut(c.Library, ":")
-		if isOurs(c.Library) && ours[base] == nil {
+		if inThisBinary(c.Library) && ours[base] == nil {
 			continue
 		}
 		cases = append(cases, c)
 	}
 	for _, l := range append(o.libs, transports(o.libs)...) {
 		base, _, _ := strings.Cut(l, ":")
-		if isOurs(l) && ours[base] == nil {
+		if inThisBinary(l) && ours[base] == nil {
 			note := fmt.Sprintf("%s: not in this build (the ours adapters need rlock and conn; build tag ours)", l)
 			if !contains(rep.Meta.Notes, note) {
 				rep.Meta.Notes = append(rep.Meta.Notes, note)
@@ -146,7 +146,7 @@ func orchestrate(ctx context.Context, o options, u *ui) (*report.Report, error) 
 	}
 	needPeers := false
 	for _, c := range cases {
-		needPeers = needPeers || !isOurs(c.Library)
+		needPeers = needPeers || !inThisBinary(c.Library)
 	}
 	if needPeers {
 		r.peers = o.peersBin

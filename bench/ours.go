@@ -15,12 +15,14 @@ import (
 )
 
 // oursFactories are the libraries this binary runs itself (the peers run in
-// the peers binary): locksmith's rlock ("ours", variant "lease") and the raw
-// transport baseline on its conn package ("ours-conn").
+// the peers binary): locksmith's rlock ("ours", variant "lease"), the raw
+// transport baseline on its conn package ("ours-conn") and the first come,
+// first served reference of the contended workloads ("fifo").
 func oursFactories() map[string]workload.Factory {
 	return map[string]workload.Factory{
 		"ours":      newOurs,
 		"ours-conn": newOursConn,
+		"fifo":      workload.NewFIFO,
 	}
 }
 

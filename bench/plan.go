@@ -13,11 +13,12 @@ import (
 // plan lists the cases to run, in order: workload by workload, and within a
 // workload configuration by configuration with every library next to each
 // other (so that drift of the machine over the run affects the comparison
-// between libraries as little as possible). ours runs first in each group.
+// between libraries as little as possible). The libraries of this binary run
+// first in each group.
 // W1 and W2 run each configuration at every GOMAXPROCS of -procs.
 func plan(o options) []workload.Spec {
 	libs := slices.Clone(o.libs)
-	slices.SortStableFunc(libs, func(a, b string) int { return boolInt(!isOurs(a)) - boolInt(!isOurs(b)) })
+	slices.SortStableFunc(libs, func(a, b string) int { return boolInt(!inThisBinary(a)) - boolInt(!inThisBinary(b)) })
 	var cases []workload.Spec
 	add := func(w, lib string, g, keys int) *workload.Spec {
 		s := workload.Spec{
@@ -101,12 +102,14 @@ func plan(o options) []workload.Spec {
 // MaxFlushDelay where throughput is measured; redsync's 1 ms retry delay
 // (fast in one process, collapsing across processes) and rueidislock's own
 // 20 ms TryNextAfter (which strands waiters under contention) where
-// contenders wait.
+// contenders wait. Next to ours across processes runs the fifo reference:
+// what a first come, first served hand-over through the server costs at
+// least, the bound of a fair lock's throughput there.
 var autoVariants = map[string]map[string]string{
 	workload.UncontendedPairs:    {"rueidis": "rueidis:flush"},
 	workload.Raw:                 {"rueidis": "rueidis:flush"},
 	workload.ContendedKeys:       {"redsync": "redsync:1ms", "rueidislock": "rueidislock:20ms"},
-	workload.ContendedKeysSpread: {"redsync": "redsync:1ms"},
+	workload.ContendedKeysSpread: {"redsync": "redsync:1ms", "ours": "fifo"},
 	workload.Handoff:             {"redsync": "redsync:1ms"},
 	workload.HandoffSpread:       {"redsync": "redsync:1ms"},
 }

@@ -124,8 +124,8 @@ func TestScheduleRepeatsEveryCaseInRoundsWithTheLibrariesShuffled(t *testing.T) 
 }
 
 func TestVariantsRunNextToTheirLibraryWhereTheyTellSomething(t *testing.T) {
-	o, err := parseFlags([]string{"-workloads", "w1,w2,w3", "-libs", "redsync,rueidis,rueidislock,ours", "-g", "64",
-		"-w2-keys", "1"}, io.Discard)
+	o, err := parseFlags([]string{"-workloads", "w1,w2,w2x,w3", "-libs", "redsync,rueidis,rueidislock,ours", "-g", "64",
+		"-w2-keys", "1", "-w2x", "8x8"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,8 @@ func TestVariantsRunNextToTheirLibraryWhereTheyTellSomething(t *testing.T) {
 		"w1 ours G=64", "w1 redsync G=64", "w1 rueidis G=64", "w1 rueidis:flush G=64", "w1 rueidislock G=64",
 		"w2 ours G=64 keys=1", "w2 redsync G=64 keys=1", "w2 redsync:1ms G=64 keys=1", "w2 rueidis G=64 keys=1",
 		"w2 rueidislock G=64 keys=1", "w2 rueidislock:20ms G=64 keys=1",
+		"w2x ours 8x8 keys=1", "w2x fifo 8x8 keys=1", "w2x redsync 8x8 keys=1", "w2x redsync:1ms 8x8 keys=1",
+		"w2x rueidis 8x8 keys=1", "w2x rueidislock 8x8 keys=1",
 		"w3 ours N=10000", "w3 redsync N=10000", "w3 rueidis N=10000", "w3 rueidislock N=10000",
 	}
 	if !slices.Equal(got, want) {

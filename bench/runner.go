@@ -152,7 +152,7 @@ func (r *runner) runOnce(ctx context.Context, spec workload.Spec) (workload.Reco
 	rec := workload.Record{Workload: spec.Workload, Library: spec.Library, Goroutines: spec.Goroutines,
 		Keys: spec.Keys, ClientCmds: -1}
 	bin := r.peers
-	if isOurs(spec.Library) {
+	if inThisBinary(spec.Library) {
 		bin = r.self
 	}
 	flags := workload.CaseFlags{Addr: r.addr, Spec: spec, Lease: r.o.lease, WatchdogTTL: r.o.ttl, Sync: true}
@@ -232,7 +232,7 @@ func (r *runner) runOnce(ctx context.Context, spec workload.Spec) (workload.Reco
 // server-side and machine-wide figures sampled at the window's edges.
 func (r *runner) runSpread(ctx context.Context, spec workload.Spec) (workload.Record, error) {
 	bin := r.peers
-	if isOurs(spec.Library) {
+	if inThisBinary(spec.Library) {
 		bin = r.self
 	}
 	stderrs := make([]*tailBuffer, spec.Processes)

@@ -235,3 +235,22 @@ func TestJSONRoundTripKeepsEveryRecord(t *testing.T) {
 		t.Error("a zero schema field was omitted")
 	}
 }
+
+func TestW2xTableSaysTheFIFORowIsAReference(t *testing.T) {
+	rec := func(lib string, ops float64) workload.Record {
+		return workload.Record{Workload: workload.ContendedKeysSpread, Library: lib, Processes: 64, Goroutines: 1,
+			Keys: 1, OpsPerSec: ops, Ops: int64(ops)}
+	}
+	ours, fifo := rec("ours", 2000), rec("fifo", 2500)
+	tb := spreadTable(workload.ContendedKeysSpread, []workload.Record{ours})
+	if strings.Contains(tb.Note, "fifo") {
+		t.Errorf("note without a fifo row mentions it: %s", tb.Note)
+	}
+	tb = spreadTable(workload.ContendedKeysSpread, []workload.Record{ours, fifo})
+	if !strings.Contains(tb.Note, "fifo is a reference, not a lock") {
+		t.Errorf("note with a fifo row does not say what it is: %s", tb.Note)
+	}
+	if got := cell(t, tb, "fifo", "ours÷lib"); got != "0.80×" {
+		t.Errorf("ours÷fifo = %q, want 0.80×", got)
+	}
+}

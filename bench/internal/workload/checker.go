@@ -112,13 +112,25 @@ func (k *checker) close() { _ = k.c.Close() }
 
 // eval runs s by EVALSHA, by EVAL when the server lost it (SCRIPT FLUSH).
 func (k *checker) eval(ctx context.Context, s Script, keys []string, args ...string) (any, error) {
+	return evalScript(ctx, k.c, s, keys, args, func() { k.calls.Add(1) })
+}
+
+// evalScript runs s on c by EVALSHA, by EVAL when the server does not have it
+// (never loaded, or SCRIPT FLUSH). sent, when not nil, is called for every
+// command sent.
+func evalScript(ctx context.Context, c *redisadmin.Client, s Script, keys, args []string, sent func()) (any, error) {
 	cmd := append([]string{"EVALSHA", s.SHA, strconv.Itoa(len(keys))}, keys...)
-	k.calls.Add(1)
-	v, err := k.c.Do(ctx, append(cmd, args...)...)
+	cmd = append(cmd, args...)
+	if sent != nil {
+		sent()
+	}
+	v, err := c.Do(ctx, cmd...)
 	if err != nil && strings.Contains(err.Error(), "NOSCRIPT") {
 		cmd[0], cmd[1] = "EVAL", s.Src
-		k.calls.Add(1)
-		v, err = k.c.Do(ctx, append(cmd, args...)...)
+		if sent != nil {
+			sent()
+		}
+		v, err = c.Do(ctx, cmd...)
 	}
 	return v, err
 }

@@ -10,12 +10,13 @@ import (
 	"github.com/locksmith-go/locksmith/bench/internal/redisadmin"
 )
 
-// testFactories are the libraries a test's case processes can run: two
-// locks on the server that work across processes, one that excludes
-// (pollLock) and one that never does (brokenLock).
+// testFactories are the libraries a test's case processes can run: locks on
+// the server that work across processes, two that exclude (pollLock and the
+// fifo reference) and one that never does (brokenLock).
 var testFactories = map[string]Factory{
 	"poll":   newPollLock,
 	"broken": func(context.Context, Config) (Library, error) { return brokenLock{}, nil },
+	"fifo":   NewFIFO,
 }
 
 // pollLock is a plain cross-process lock for tests: SET NX PX, polled every
