@@ -30,6 +30,7 @@ type FIFOLock struct {
 	addr string
 	ids  string // random prefix of this process's contender ids
 	next atomic.Uint64
+	cmds atomic.Uint64 // commands sent (CommandCounter)
 
 	mu     sync.Mutex // guards conns and closed
 	conns  map[*redisadmin.Client]struct{}
@@ -104,6 +105,11 @@ func (l *FIFOLock) Lock(ctx context.Context, name string) (Held, error) {
 	return &fifoHeld{k: k, once: true}, nil
 }
 
+// Commands implements CommandCounter: RPUSH, BLPOP and the scripts sent by
+// every binding (the server's statistics cannot tell RPUSH and BLPOP from the
+// same commands called inside scripts).
+func (l *FIFOLock) Commands() (uint64, bool) { return l.cmds.Load(), true }
+
 // Close closes every connection of the lock's bindings.
 func (l *FIFOLock) Close() error {
 	l.mu.Lock()
@@ -150,6 +156,7 @@ func (k *fifoLocker) Lock(ctx context.Context) (Held, error) {
 		}
 		k.c = c
 	}
+	k.lib.cmds.Add(1)
 	v, err := k.c.Do(ctx, "RPUSH", k.queue, k.id)
 	if err != nil {
 		return nil, fmt.Errorf("fifo: queueing: %w", err)
@@ -160,6 +167,7 @@ func (k *fifoLocker) Lock(ctx context.Context) (Held, error) {
 	for ctx.Err() == nil {
 		// Not bounded by ctx: a deadline on the connection would make it
 		// unusable (redisadmin), and the poll bounds the wait instead.
+		k.lib.cmds.Add(1)
 		v, err := k.c.Do(context.Background(), "BLPOP", k.wake, fifoPoll)
 		if err != nil {
 			return nil, fmt.Errorf("fifo: waiting: %w", err)
@@ -176,7 +184,7 @@ func (k *fifoLocker) Lock(ctx context.Context) (Held, error) {
 
 // eval runs s by EVALSHA, by EVAL when the server does not have it yet.
 func (k *fifoLocker) eval(ctx context.Context, s Script, keys []string, args ...string) (any, error) {
-	return evalScript(ctx, k.c, s, keys, args, nil)
+	return evalScript(ctx, k.c, s, keys, args, func() { k.lib.cmds.Add(1) })
 }
 
 // drop closes an unbound acquisition's connection.

@@ -95,6 +95,10 @@ func TestFIFOGrantsInTheOrderOfArrival(t *testing.T) {
 	if q := queueOf(t, admin, "k"); len(q) != 0 {
 		t.Fatalf("queue %v after every release, want empty", q)
 	}
+	// 4 RPUSH, 4 releases, and a BLPOP at least for each of the 3 waiters.
+	if n, ok := lib.Commands(); !ok || n < 11 {
+		t.Errorf("Commands() = %d, %v; want at least 11", n, ok)
+	}
 	if err := first.Unlock(ctx); !errors.Is(err, ErrNotOwner) {
 		t.Fatalf("a second Unlock: %v, want ErrNotOwner", err)
 	}
