@@ -149,6 +149,9 @@ type fifoLocker struct {
 // ends; a caller that leaves takes its entry out (or passes the lock on, when
 // it was handed the lock meanwhile).
 func (k *fifoLocker) Lock(ctx context.Context) (Held, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	if k.c == nil {
 		c, err := k.lib.dial(ctx)
 		if err != nil {

@@ -125,6 +125,12 @@ func TestFIFOWaiterThatLeavesTakesItsEntryOut(t *testing.T) {
 	if q := queueOf(t, admin, "k"); len(q) != 1 {
 		t.Fatalf("queue %v after the waiter left, want the holder only", q)
 	}
+	if _, err := lib.Lock(ctx, "k"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock with an ended context: %v, want context.Canceled", err)
+	}
+	if q := queueOf(t, admin, "k"); len(q) != 1 {
+		t.Fatalf("queue %v after a Lock with an ended context, want the holder only", q)
+	}
 	if err := held.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
