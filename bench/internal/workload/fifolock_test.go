@@ -125,15 +125,26 @@ func TestFIFOWaiterThatLeavesTakesItsEntryOut(t *testing.T) {
 	if q := queueOf(t, admin, "k"); len(q) != 1 {
 		t.Fatalf("queue %v after the waiter left, want the holder only", q)
 	}
-	if _, err := lib.Lock(ctx, "k"); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Lock with an ended context: %v, want context.Canceled", err)
-	}
-	if q := queueOf(t, admin, "k"); len(q) != 1 {
-		t.Fatalf("queue %v after a Lock with an ended context, want the holder only", q)
-	}
 	if err := held.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// The lock is free now: a bound locker, connected, with an ended context
+	// still gets nothing.
+	k := lib.Bind("k")
+	h, err := k.Lock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.Lock(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock of a free lock with an ended context: %v, want context.Canceled", err)
+	}
+	if q := queueOf(t, admin, "k"); len(q) != 0 {
+		t.Fatalf("queue %v after a Lock with an ended context, want empty", q)
+	}
+	k.(*fifoLocker).drop()
 	if n := len(lib.conns); n != 0 {
 		t.Fatalf("%d connections open after the unbound acquisitions ended", n)
 	}
