@@ -18,7 +18,9 @@ import (
 // W1 and W2 run each configuration at every GOMAXPROCS of -procs.
 func plan(o options) []workload.Spec {
 	libs := slices.Clone(o.libs)
-	slices.SortStableFunc(libs, func(a, b string) int { return boolInt(!inThisBinary(a)) - boolInt(!inThisBinary(b)) })
+	slices.SortStableFunc(libs, func(a, b string) int {
+		return boolInt(!inThisBinary(a)) - boolInt(!inThisBinary(b))
+	})
 	var cases []workload.Spec
 	add := func(w, lib string, g, keys int) *workload.Spec {
 		s := workload.Spec{

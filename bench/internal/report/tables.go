@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/locksmith-go/locksmith/bench/internal/workload"
@@ -281,13 +282,10 @@ func spreadTable(w string, recs []workload.Record) Table {
 			"acquisition is a hand-off; latency = from just before the releaser's Unlock call to the next " +
 			"holder's Lock returning, in whichever process. " + common
 	}
-	for _, r := range recs {
-		if r.Library == "fifo" {
-			t.Note += " fifo is a reference, not a lock: the least work a first come, first served hand-over " +
-				"through the server does (RPUSH to queue, one script to pass the lock to the head, a BLPOP " +
-				"wake-up on the head's own list; no lease, no expiry)."
-			break
-		}
+	if slices.ContainsFunc(recs, func(r workload.Record) bool { return r.Library == "fifo" }) {
+		t.Note += " fifo is a reference, not a lock: the least work a first come, first served hand-over " +
+			"through the server does (RPUSH to queue, one script to pass the lock to the head, a BLPOP " +
+			"wake-up on the head's own list; no lease, no expiry)."
 	}
 	for i, r := range recs {
 		shape := fmt.Sprintf("%d×%d", r.Processes, r.Goroutines)

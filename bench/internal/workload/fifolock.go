@@ -3,7 +3,6 @@ package workload
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -37,15 +36,19 @@ type FIFOLock struct {
 	closed bool
 }
 
-// fifoRelease pops the holder from the head of the queue (KEYS[1]) and pushes
-// a wake-up to the new head's own list (ARGV[2] followed by its id). Reply 1,
-// or 0 when ARGV[1] was not the head (nothing changed).
-var fifoRelease = newCheckScript(`-- KEYS: queue; ARGV: id, wake-list prefix
-if redis.call('lindex', KEYS[1], 0) ~= ARGV[1] then return 0 end
-redis.call('lpop', KEYS[1])
+// fifoPassOnLua pops the holder from the head of the queue (KEYS[1]) and
+// pushes a wake-up to the new head's own list (ARGV[2] followed by its id),
+// answering 1.
+const fifoPassOnLua = `redis.call('lpop', KEYS[1])
 local head = redis.call('lindex', KEYS[1], 0)
 if head then redis.call('rpush', ARGV[2] .. head, '1') end
-return 1`)
+return 1`
+
+// fifoRelease passes the lock on when ARGV[1] is the head of the queue; 0
+// when it was not (nothing changed).
+var fifoRelease = newCheckScript(`-- KEYS: queue; ARGV: id, wake-list prefix
+if redis.call('lindex', KEYS[1], 0) ~= ARGV[1] then return 0 end
+` + fifoPassOnLua)
 
 // fifoLeave takes a waiter that gives up out of the queue: a plain LREM, or
 // the release when the lock was handed to it meanwhile. Its wake list is
@@ -56,10 +59,7 @@ if redis.call('lindex', KEYS[1], 0) ~= ARGV[1] then
   redis.call('lrem', KEYS[1], 1, ARGV[1])
   return 0
 end
-redis.call('lpop', KEYS[1])
-local head = redis.call('lindex', KEYS[1], 0)
-if head then redis.call('rpush', ARGV[2] .. head, '1') end
-return 1`)
+` + fifoPassOnLua)
 
 // fifoPoll is the server-side timeout of one BLPOP of a waiter: the wait
 // repeats until the lock is handed over or the context ends, so it only
@@ -74,9 +74,7 @@ func NewFIFO(_ context.Context, cfg Config) (Library, error) {
 	if cfg.Variant != "" {
 		return nil, fmt.Errorf("fifo: unknown variant %q (it has none)", cfg.Variant)
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
-	return &FIFOLock{addr: cfg.Addr, ids: hex.EncodeToString(b[:]), conns: map[*redisadmin.Client]struct{}{}}, nil
+	return &FIFOLock{addr: cfg.Addr, ids: rand.Text(), conns: map[*redisadmin.Client]struct{}{}}, nil
 }
 
 // Describe implements Describer.
