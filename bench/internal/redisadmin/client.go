@@ -72,6 +72,20 @@ func (c *Client) Do(ctx context.Context, args ...string) (any, error) {
 	return c.read()
 }
 
+// Receive reads the next reply without sending anything: what a subscribed
+// connection receives (a pub/sub message is a []any of "message", the channel
+// and the payload). It blocks, bounded by ctx as Do is.
+func (c *Client) Receive(ctx context.Context) (any, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	dl, ok := ctx.Deadline()
+	if !ok {
+		dl = time.Now().Add(30 * time.Second)
+	}
+	_ = c.c.SetDeadline(dl)
+	return c.read()
+}
+
 // String runs Do and expects a string reply.
 func (c *Client) String(ctx context.Context, args ...string) (string, error) {
 	v, err := c.Do(ctx, args...)

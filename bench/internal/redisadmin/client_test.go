@@ -49,3 +49,29 @@ func TestDoReturnsEveryReplyKindFromARealServer(t *testing.T) {
 		t.Fatal("String accepted an integer reply")
 	}
 }
+
+func TestReceiveReadsWhatASubscriptionIsSent(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sub, err := Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	if _, err := sub.Do(ctx, "SUBSCRIBE", "ch"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := srv.DoInt(ctx, "PUBLISH", "ch", "hello"); err != nil || n != 1 {
+		t.Fatalf("PUBLISH = %d, %v; want 1 subscriber", n, err)
+	}
+	v, err := sub.Receive(ctx)
+	if m, ok := v.([]any); err != nil || !ok || len(m) != 3 || m[0] != "message" || m[1] != "ch" || m[2] != "hello" {
+		t.Fatalf("Receive = %#v, %v; want the message", v, err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := sub.Receive(short); err == nil {
+		t.Fatal("Receive with nothing sent returned no error at its deadline")
+	}
+}

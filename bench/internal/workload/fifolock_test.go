@@ -41,21 +41,50 @@ func queueOf(t *testing.T, admin *redisadmin.Client, name string) []string {
 	return ids
 }
 
-// awaitQueued polls the server until n contenders are queued on name: the
-// waiter's RPUSH is the event, and only the server sees it.
-func awaitQueued(t *testing.T, admin *redisadmin.Client, name string, n int) {
+// queueWatch follows the changes of a lock's queue through keyspace
+// notifications, so that a test can wait for a waiter's RPUSH, an event only
+// the server sees.
+type queueWatch struct {
+	admin, sub *redisadmin.Client
+	name       string
+}
+
+// watchQueue subscribes to the list events of lock name's queue. Call it
+// before the changes to await.
+func watchQueue(t *testing.T, srv *redistest.Server, admin *redisadmin.Client, name string) *queueWatch {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); len(queueOf(t, admin, name)) != n; {
-		if time.Now().After(deadline) {
-			t.Fatalf("queue %v, want %d entries", queueOf(t, admin, name), n)
+	ctx := context.Background()
+	if _, err := admin.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "Kl"); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := redisadmin.Dial(ctx, srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Close() })
+	if _, err := sub.Do(ctx, "SUBSCRIBE", "__keyspace@0__:bench-fifo:{"+name+"}:queue"); err != nil {
+		t.Fatal(err)
+	}
+	return &queueWatch{admin: admin, sub: sub, name: name}
+}
+
+// await returns once n contenders are queued, reading the queue again after
+// every change.
+func (w *queueWatch) await(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for len(queueOf(t, w.admin, w.name)) != n {
+		if _, err := w.sub.Receive(ctx); err != nil {
+			t.Fatalf("queue %v, want %d entries: %v", queueOf(t, w.admin, w.name), n, err)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
 func TestFIFOGrantsInTheOrderOfArrival(t *testing.T) {
 	srv := redistest.Start(t)
 	lib, admin := newTestFIFO(t, srv)
+	watch := watchQueue(t, srv, admin, "k")
 	ctx := context.Background()
 	first, err := lib.Bind("k").Lock(ctx)
 	if err != nil {
@@ -73,7 +102,7 @@ func TestFIFOGrantsInTheOrderOfArrival(t *testing.T) {
 			helds[i] = h
 			granted <- i
 		}()
-		awaitQueued(t, admin, "k", i+2) // i+1 waiters behind the holder: arrival order is known
+		watch.await(t, i+2) // i+1 waiters behind the holder: arrival order is known
 	}
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)
@@ -107,6 +136,7 @@ func TestFIFOGrantsInTheOrderOfArrival(t *testing.T) {
 func TestFIFOWaiterThatLeavesTakesItsEntryOut(t *testing.T) {
 	srv := redistest.Start(t)
 	lib, admin := newTestFIFO(t, srv)
+	watch := watchQueue(t, srv, admin, "k")
 	held, err := lib.Lock(context.Background(), "k") // unbound: its own connection, closed by Unlock
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +147,7 @@ func TestFIFOWaiterThatLeavesTakesItsEntryOut(t *testing.T) {
 		_, err := lib.Lock(ctx, "k")
 		done <- err
 	}()
-	awaitQueued(t, admin, "k", 2)
+	watch.await(t, 2)
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Lock after cancel: %v, want context.Canceled", err)
