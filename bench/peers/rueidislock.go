@@ -80,23 +80,38 @@ type rueidislockHeld struct {
 
 func (l *rueidislockLib) Commands() (uint64, bool) { return l.n.Load(), true }
 
-// Lock blocks in WithContext; the lock is released by the returned cancel
-// (which waits for the delete) or when ctx ends.
+// Lock blocks in WithContext until the lock is held; it stays held until
+// Unlock (the returned cancel, which waits for the delete), whatever ctx does
+// afterwards (detached).
 func (l *rueidislockLib) Lock(ctx context.Context, name string) (workload.Held, error) {
-	hctx, cancel, err := l.lk.WithContext(ctx, name)
+	h, err := l.detached(ctx, context.Background(), name)
 	if err != nil {
 		return nil, err
 	}
-	return &rueidislockHeld{name: name, ctx: hctx, cancel: cancel}, nil
+	return h, nil
 }
 
-// LockWatched keeps the lock until Unlock. rueidislock ties a lock's life to
-// the context it was acquired with, so the acquisition runs under a context of
-// its own that ctx can cancel only until the lock is held (Watchdog: ctx
-// bounds the acquisition only).
+// LockWatched keeps the lock until Unlock, extended by rueidislock itself, and
+// records the value it was acquired with for CountOwned (Watchdog: ctx bounds
+// the acquisition only).
 func (l *rueidislockLib) LockWatched(ctx context.Context, name string) (workload.WatchedHeld, error) {
 	slot := &valueSlot{}
-	life, end := context.WithCancel(context.WithValue(context.Background(), valueSlotKey{}, slot))
+	h, err := l.detached(ctx, context.WithValue(context.Background(), valueSlotKey{}, slot), name)
+	if err != nil {
+		return nil, err
+	}
+	h.value = slot.get()
+	return h, nil
+}
+
+// detached acquires name under a context of its own, derived from base, that
+// ctx can cancel only until the lock is held. rueidislock ties a lock's life
+// to the context it was acquired with: with ctx itself, the end of ctx would
+// release a held lock under its holder — the harness ends its context when a
+// window closes, while holders may be inside their critical section, and a
+// holder of another process would then enter it too.
+func (l *rueidislockLib) detached(ctx, base context.Context, name string) (*rueidislockHeld, error) {
+	life, end := context.WithCancel(base)
 	stop := context.AfterFunc(ctx, end)
 	hctx, cancel, err := l.lk.WithContext(life, name)
 	if !stop() { // ctx ended first: the acquisition was (or the lock is now) cancelled
@@ -110,7 +125,7 @@ func (l *rueidislockLib) LockWatched(ctx context.Context, name string) (workload
 		end()
 		return nil, err
 	}
-	return &rueidislockHeld{name: name, value: slot.get(), ctx: hctx, cancel: func() { cancel(); end() }}, nil
+	return &rueidislockHeld{name: name, ctx: hctx, cancel: func() { cancel(); end() }}, nil
 }
 
 func (l *rueidislockLib) RenewPlan() (time.Duration, int) { return l.ttl / 3, 1 }

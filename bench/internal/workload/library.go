@@ -61,7 +61,9 @@ type Library interface {
 	// Lock blocks until the lock named name is held or ctx ends, and returns
 	// the held lock. It returns an error wrapping ErrGaveUp when the library
 	// stopped waiting by itself, and ctx.Err() (possibly wrapped) when ctx
-	// ended first.
+	// ended first. ctx bounds the acquisition only: a held lock stays held
+	// until Unlock even when ctx ends meanwhile (the workloads end ctx when a
+	// window closes, while holders may be inside their critical section).
 	Lock(ctx context.Context, name string) (Held, error)
 	// Close releases the library's connections and goroutines. It blocks until
 	// they are gone (as far as the library allows).
