@@ -50,11 +50,7 @@ func (c *Client) Addr() string { return c.addr }
 func (c *Client) Do(ctx context.Context, args ...string) (any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	dl, ok := ctx.Deadline()
-	if !ok {
-		dl = time.Now().Add(30 * time.Second)
-	}
-	_ = c.c.SetDeadline(dl)
+	c.boundLocked(ctx)
 	buf := make([]byte, 0, 64)
 	buf = append(buf, '*')
 	buf = strconv.AppendInt(buf, int64(len(args)), 10)
@@ -78,12 +74,22 @@ func (c *Client) Do(ctx context.Context, args ...string) (any, error) {
 func (c *Client) Receive(ctx context.Context) (any, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.boundLocked(ctx)
+	return c.read()
+}
+
+// defaultBound bounds a call whose context has no deadline, so that a server
+// that stops answering cannot hang a benchmark.
+const defaultBound = 30 * time.Second
+
+// boundLocked puts ctx's deadline (defaultBound from now without one) on the
+// connection, for the call about to run. Called with c.mu held.
+func (c *Client) boundLocked(ctx context.Context) {
 	dl, ok := ctx.Deadline()
 	if !ok {
-		dl = time.Now().Add(30 * time.Second)
+		dl = time.Now().Add(defaultBound)
 	}
 	_ = c.c.SetDeadline(dl)
-	return c.read()
 }
 
 // String runs Do and expects a string reply.
