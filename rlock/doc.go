@@ -156,9 +156,10 @@
 // wakes another process, while a lock that lets the releasing process take it again at once (as the polling
 // clients do) keeps one process busy and the others asleep: such clients make more acquisitions per second across
 // processes, with waiters that wait seconds and a few processes that get most grants; this package makes fewer,
-// with every waiter served within a bounded time — three quarters or more of what a bare first come, first served
-// hand-over through the server makes, one script and one message per grant and nothing else (the bench's fifo
-// reference; bench/README.md, "Measured here"). Without contention, the acquire
+// with every waiter served within a bounded time. Against a bare first come, first served hand-over through the
+// server, one script and one message per grant and nothing else (the bench's fifo reference), it makes about as
+// many with several waiters per process and 0.7 to 0.8 times as many when every waiter is a process of its own
+// (bench/README.md, "Measured here"). Without contention, the acquire
 // and release carry the queue's keys and check that no queue exists: about a fifth more server time per
 // uncontended pair than Redisson's scripts, which a server-bound workload (thousands of goroutines, each locking a
 // name of its own) sees as that much less throughput.
