@@ -49,6 +49,9 @@ func runChaos(t *testing.T, cfg RunConfig) *Result {
 	if len(res.ChannelsAfter) > 0 {
 		t.Errorf("channels still subscribed after every worker stopped: %v", res.ChannelsAfter)
 	}
+	for _, p := range OverBounds(res) {
+		t.Errorf("during the run: %s", p)
+	}
 	return res
 }
 

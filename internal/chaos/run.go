@@ -154,6 +154,9 @@ type Result struct {
 	Input   Input
 	Report  *Report
 	Samples []ServerSample
+	// Locks and Workers are the run's lock names and worker processes alive at once (RunConfig's, defaults
+	// applied): the bounds of Flatness scale with them.
+	Locks, Workers int
 	// LeftoverKeys are the lock keys still on the server once every worker stopped and the longest lease had
 	// passed (token keys excluded): a lock nobody holds any more that the server still has.
 	LeftoverKeys []string
@@ -217,7 +220,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 		srv.Restart()
 	}
 
-	res := &Result{Samples: r.samples}
+	res := &Result{Samples: r.samples, Locks: cfg.Locks, Workers: cfg.Workers}
 	recs, rerr := ps.records()
 	res.Input = Input{Records: recs, Faults: r.faults, Procs: ps.infos()}
 	res.Report = Check(res.Input, cfg.Check)

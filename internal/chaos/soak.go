@@ -30,12 +30,13 @@ func (f *Flat) String() string {
 
 // Flatness compares the second quarter of the run with the last quarter. Each worker that lived through both is
 // compared with itself (stat records: goroutines and live heap after a GC): the last quarter's median may exceed
-// the second quarter's by at most 5 goroutines and by 25% + 256 KiB of heap. The server must hold at most two
-// keys per lock (the lock and its token key) and subscribe at most one channel per lock at every sample, and its
-// client count must not drift up by more than 20% (faults kill and replace workers, so it moves around). At the
-// end no lock key and no channel may be left (Result.LeftoverKeys, Result.ChannelsAfter). Warm-up (the first
-// quarter) is left out: pools, the timer wheel and the decoder buffers grow to their working size there.
-func Flatness(res *Result, locks int) *Flat {
+// the second quarter's by at most 5 goroutines and by 25% + 256 KiB of heap. At every sample the server must hold
+// at most keysPerLock keys per lock of the run (Result.Locks), and subscribe at most one channel per lock and one
+// more per lock and worker alive at once (Result.Workers, one Client each: maxChannels). Its client count must not
+// drift up by more than 20% (faults kill and replace workers, so it moves around). At the end no lock key and no
+// channel may be left (Result.LeftoverKeys, Result.ChannelsAfter). Warm-up (the first quarter) is left out: pools,
+// the timer wheel and the decoder buffers grow to their working size there.
+func Flatness(res *Result) *Flat {
 	f := &Flat{}
 	stats := map[int][]Record{}
 	for _, r := range res.Input.Records {
@@ -112,13 +113,8 @@ func Flatness(res *Result, locks int) *Flat {
 		}
 	}
 	f.Lines = append(f.Lines, fmt.Sprintf("server: max keys %d (bound %d), max channels %d (bound %d), aof_delayed_fsync up to %d",
-		maxKeys, 2*locks, maxCh, locks, delayed))
-	if maxKeys > int64(2*locks) {
-		f.Problems = append(f.Problems, fmt.Sprintf("server held %d keys for %d locks", maxKeys, locks))
-	}
-	if maxCh > locks {
-		f.Problems = append(f.Problems, fmt.Sprintf("server had %d channels subscribed for %d locks", maxCh, locks))
-	}
+		maxKeys, keysPerLock*res.Locks, maxCh, maxChannels(res.Locks, res.Workers), delayed))
+	f.Problems = append(f.Problems, OverBounds(res)...)
 	if len(c2) > 0 && len(c4) > 0 {
 		m2, m4 := median(c2), median(c4)
 		f.Lines = append(f.Lines, fmt.Sprintf("server clients (median): %d in the 2nd quarter, %d in the 4th", m2, m4))
@@ -135,6 +131,39 @@ func Flatness(res *Result, locks int) *Flat {
 	}
 	return f
 }
+
+// OverBounds says where the server held more keys, or had more channels subscribed, than the run's locks and
+// workers account for at any sample (keysPerLock, maxChannels): what a key or subscription that leaks under faults
+// shows first. It is empty when every sample was within the bounds.
+func OverBounds(res *Result) []string {
+	var maxKeys int64
+	var maxCh int
+	for _, s := range res.Samples {
+		if s.Up {
+			maxKeys, maxCh = max(maxKeys, s.Keys), max(maxCh, s.Channels)
+		}
+	}
+	var problems []string
+	if maxKeys > int64(keysPerLock*res.Locks) {
+		problems = append(problems, fmt.Sprintf("server held %d keys for %d locks", maxKeys, res.Locks))
+	}
+	if maxCh > maxChannels(res.Locks, res.Workers) {
+		problems = append(problems, fmt.Sprintf("server had %d channels subscribed for %d locks and %d clients",
+			maxCh, res.Locks, res.Workers))
+	}
+	return problems
+}
+
+// keysPerLock is how many keys one lock name of a chaos run may take on the server: the lock itself, the fenced
+// lock's token key, and the queue of waiters with its deadline set, which rlock keeps beside the lock while
+// processes wait for it.
+const keysPerLock = 4
+
+// maxChannels is how many channels the server may have subscribed for locks lock names and clients Clients waiting
+// on them: each lock's unlock channel (Redisson's, shared by every client), and each client's own grant channel for
+// each lock it waits on, on which the release that hands it the lock tells it so. A channel is subscribed while
+// the client has waiters on it, so the count stays within this bound however long the run.
+func maxChannels(locks, clients int) int { return locks * (1 + clients) }
 
 func median[T int | int64 | uint64](xs []T) T {
 	s := slices.Clone(xs)

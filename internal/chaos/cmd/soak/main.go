@@ -103,7 +103,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 2
 	}
-	flat := chaos.Flatness(res, cfg.Locks)
+	flat := chaos.Flatness(res)
 	fmt.Printf("\nchecker (run of %v):\n%s\nresources:\n%s", res.RunDuration().Round(time.Second), res.Report, flat)
 	if !res.Report.OK() || !flat.OK() {
 		fmt.Printf("\nFAIL: logs kept in %s (worker-*.log, faults.json)\n", cfg.Dir)
