@@ -265,6 +265,10 @@ func (r *rearmRun) record(origin time.Time, armed int64) {
 }
 
 func (r *rearmRun) report(b *testing.B, cpu, hold time.Duration) {
+	// Callbacks of time.AfterFunc and RussellLuo that were already running when the chains stopped may still
+	// record: read the histogram under the same mutex.
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	ms := func(q float64) float64 { return float64(r.late.ValueAtQuantile(q)) / 1000 }
 	b.ReportMetric(ms(50), "late-p50-ms")
 	b.ReportMetric(ms(99), "late-p99-ms")
