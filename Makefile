@@ -30,10 +30,12 @@ vet: $(STATICCHECK)
 	STATICCHECK=$(STATICCHECK) PLATFORMS="$(PLATFORMS)" bash scripts/vet.sh
 
 # The whole suite of every module under the race detector (every fuzz target's
-# seed corpus runs as a test), conn again on its portable (non-Unix) path, then a
-# short fuzzing pass of the RESP decoder.
+# seed corpus runs as a test), every Go benchmark once with short windows (so that
+# none stops working unseen: their figures are read from make gobench), conn again
+# on its portable (non-Unix) path, then a short fuzzing pass of the RESP decoder.
 test: deps vet
 	bash scripts/each-module.sh $(GO) test $(TESTFLAGS) ./...
+	bash scripts/each-module.sh $(GO) test $(TESTFLAGS) -short -run '^$$' -bench . -benchtime 1x ./...
 	$(GO) test $(TESTFLAGS) -tags locksmith_portable ./conn
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZRUNS) ./resp
 

@@ -296,9 +296,13 @@ func BenchmarkContended(b *testing.B) {
 // BenchmarkHeldUnderWatchdog: N locks held with the watchdog for a while (defaults: 10,000 locks, watchdog 3 s, 30 s).
 // It reports goroutines and client heap per held lock (after a forced GC, mid-hold), the renewal EVALSHA calls
 // per second the server executed during the hold, locks per renewal call, and locks lost. Run it with
-// -benchtime 1x.
+// -benchtime 1x. With -short (make test checks every benchmark so) it holds them for at most a watchdog timeout:
+// long enough for three renewals, not for figures to read.
 func BenchmarkHeldUnderWatchdog(b *testing.B) {
 	n, hold, watchdog := *heldLocks, *heldFor, *heldWatchdog
+	if testing.Short() {
+		hold = min(hold, watchdog)
+	}
 	for i := 0; i < b.N; i++ {
 		srv := redistest.Start(b)
 		var lost, batches, renewed atomic.Int64

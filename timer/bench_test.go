@@ -141,13 +141,23 @@ func BenchmarkNewTimeoutCancelParallel(b *testing.B) {
 	})
 }
 
+// benchHold is how long a benchmark that measures over a window keeps its load: d, or a tenth of it with -short,
+// for a run that checks that the benchmarks still work (make test runs every benchmark once so), not one whose
+// figures are read.
+func benchHold(d time.Duration) time.Duration {
+	if testing.Short() {
+		return d / 10
+	}
+	return d
+}
+
 // BenchmarkPending1M holds 1,000,000 pending timeouts (one shared task; delays spread evenly over one rotation,
 // an hour away, so that every bucket holds about a thousand timeouts not yet due: the wheel's worst case) and
 // reports the heap they take (after GC), the cost of scheduling them, the CPU the timer uses while they are pending
-// (over 5 s), and the cost of cancelling them all.
+// (over 5 s; benchHold), and the cost of cancelling them all.
 func BenchmarkPending1M(b *testing.B) {
 	const n = 1_000_000
-	const hold = 5 * time.Second
+	hold := benchHold(5 * time.Second)
 	delay := func(i int) time.Duration { return time.Hour + time.Duration(i)*(benchTick*benchWheel/n) }
 	report := func(b *testing.B, heap uint64, sched, cpu, cancel time.Duration) {
 		b.ReportMetric(float64(heap)/n, "heap-B/timeout")
@@ -294,9 +304,10 @@ func (c *rearmChain) Run(*Timeout) {
 	_, _ = c.tm.NewTimeout(c, c.r.period)
 }
 
-// BenchmarkRearm runs 10,000 chains re-arming every 100 ms for 3 s per iteration (about 300,000 runs).
+// BenchmarkRearm runs 10,000 chains re-arming every 100 ms for 3 s per iteration (about 300,000 runs; benchHold).
 func BenchmarkRearm(b *testing.B) {
-	const chains, period, hold = 10_000, 100 * time.Millisecond, 3 * time.Second
+	const chains, period = 10_000, 100 * time.Millisecond
+	hold := benchHold(3 * time.Second)
 	b.Run("impl=locksmith", func(b *testing.B) {
 		guarded(b, func(p *atomic.Int64) {
 			for range b.N {
@@ -392,7 +403,7 @@ func BenchmarkRearm(b *testing.B) {
 // BenchmarkTickCPU measures what the worker costs while one timeout is pending far away, per tick duration (the
 // price of a short tick), and with nothing pending (the worker parks).
 func BenchmarkTickCPU(b *testing.B) {
-	const hold = 5 * time.Second
+	hold := benchHold(5 * time.Second)
 	for _, tick := range []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond} {
 		for _, pending := range []int{0, 1} {
 			b.Run(fmt.Sprintf("tick=%v/pending=%d", tick, pending), func(b *testing.B) {
