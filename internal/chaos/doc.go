@@ -98,7 +98,7 @@
 // TestChaos runs each fault kind for about 20 s (the CI version, about 3 minutes in all); TestChaosLeaseExpiry
 // stresses the lease's end without faults. Each run also checks that the server never held more keys or channels
 // than its locks and workers account for (OverBounds). internal/chaos/cmd/soak runs every kind in turn for 10
-// minutes and checks that nothing grew (Flatness). CHAOS_KEEP=dir keeps the test runs' logs. Bugs the runs found in rlock and conn
-// are reproduced deterministically by regression tests where they belong (integration/family_bounded_wait_test.go,
-// rlock/replies_test.go, conn/url_test.go, rlock/hold_test.go).
+// minutes and checks that nothing grew (Flatness). CHAOS_KEEP=dir keeps the test runs' logs. Bugs the runs found
+// in rlock and conn are reproduced deterministically by regression tests where they belong
+// (integration/family_bounded_wait_test.go, rlock/replies_test.go, conn/url_test.go, rlock/hold_test.go).
 package chaos
