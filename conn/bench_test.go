@@ -17,8 +17,8 @@ import (
 	"github.com/locksmith-go/locksmith/internal/redistest"
 )
 
-// Redisson-style lock scripts, as the bench command's workloads run them (acquire: create-or-reenter else PTTL; release: not owner ->
-// nil, decrement, delete + publish at zero).
+// Redisson-style lock scripts, as the bench command's workloads run them (acquire: create-or-reenter else PTTL;
+// release: not owner -> nil, decrement, delete + publish at zero).
 var (
 	benchAcquire = conn.NewScript(`if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hincrby', KEYS[1], ARGV[2], 1)

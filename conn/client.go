@@ -281,8 +281,8 @@ func (c *Client) Pipeline(ctx context.Context, cmds ...Cmd) []*future.Future[res
 // ErrUnavailable when the pub/sub connection is down, and with ErrClosed after Close. After a reconnect, a master
 // switch (Sentinel) or a move of the channel's slot (cluster), the channel is subscribed again and its handlers
 // receive KindResubscribed. On a cluster the channel is subscribed on the node serving its slot, with SSUBSCRIBE
-// when the servers have sharded pub/sub (see PublishCommand). h runs on the pub/sub connection's reader goroutine and must not block. Safe for
-// concurrent use.
+// when the servers have sharded pub/sub (see PublishCommand). h runs on the pub/sub connection's reader goroutine
+// and must not block. Safe for concurrent use.
 func (c *Client) Subscribe(channel string, h Handler) *future.Future[*Subscription] {
 	if c.closed.Load() {
 		return future.Completed[*Subscription](nil, ErrClosed)

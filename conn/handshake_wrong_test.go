@@ -46,9 +46,9 @@ func answerWrongly(c net.Conn, wa wrongAnswer) bool {
 	return reply(c, wa.answer)
 }
 
-// checkWrongAnswer fails t unless err is the ErrUnavailable of a *HandshakeError at step quoting wa (truncated,
-// and holding a *resp.LimitError at the handshake's 64 KiB, for an oversized one), without control characters in its message. A wrong
-// answer is not a refusal: not ErrAuth, not ErrInvalidConfig.
+// checkWrongAnswer fails t unless err is the ErrUnavailable of a *HandshakeError at step quoting wa (truncated, and
+// holding a *resp.LimitError at the handshake's 64 KiB, for an oversized one), without control characters in its
+// message. A wrong answer is not a refusal: not ErrAuth, not ErrInvalidConfig.
 func checkWrongAnswer(t *testing.T, err error, step string, wa wrongAnswer) {
 	t.Helper()
 	var he *conn.HandshakeError

@@ -111,11 +111,12 @@ func (e *slotMapRefusal) Error() string {
 // Unwrap returns ErrAuth and the server's reply.
 func (e *slotMapRefusal) Unwrap() []error { return []error{ErrAuth, e.reply} }
 
-// fetch asks the known nodes in turn (with probe, also whether they have sharded pub/sub: see fetchFrom) (masters that are up, then the other masters and replicas of the last map,
-// then the seeds), each bounded by DialTimeout, and returns the first map whose masters the Client can all reach.
-// During a failover the nodes learn the promotion at different moments (the promoted replica first), so while the
-// maps it gets name an unreachable master it asks the next node, and returns the map with the fewest such masters.
-// It blocks until then or until the Client closes.
+// fetch asks the known nodes in turn (masters that are up, then the other masters and replicas of the last map,
+// then the seeds), each bounded by DialTimeout, and with probe also whether they have sharded pub/sub (see
+// fetchFrom); it returns the first map whose masters the Client can all reach. During a failover the nodes learn
+// the promotion at different moments (the promoted replica first), so while the maps it gets name an unreachable
+// master it asks the next node, and returns the map with the fewest such masters. It blocks until then or until the
+// Client closes.
 func (cl *cluster) fetch(probe bool) (*slotMap, bool, error) {
 	var errs []error
 	var best *slotMap

@@ -170,10 +170,10 @@ var urlOptions = map[string]urlOption{
 //	sharded_pubsub             cluster            DisableShardedPubSub     auto or off (off sets it)
 //
 // The TLS options apply to the rediss schemes only (elsewhere they are an error); ParseURL reads their files when
-// it runs. tls_insecure_skip_verify accepts any server certificate for any name, which lets anyone on the path
-// read and change the traffic: for tests only. Unset options keep the Default* constant of their field. Every error matches ErrInvalidConfig and quotes the
-// URL as RedactURL does, passwords hidden. ParseURL reads the files the TLS options name and otherwise does not
-// block; it is safe for concurrent use.
+// it runs. tls_insecure_skip_verify accepts any server certificate for any name, which lets anyone on the path read
+// and change the traffic: for tests only. Unset options keep the Default* constant of their field. Every error
+// matches ErrInvalidConfig and quotes the URL as RedactURL does, passwords hidden. ParseURL reads the files the TLS
+// options name and otherwise does not block; it is safe for concurrent use.
 func ParseURL(rawURL string) (Config, error) {
 	c, err := parseURL(rawURL)
 	if err != nil {

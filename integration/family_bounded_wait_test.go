@@ -101,11 +101,12 @@ func TestLockWaiterFindsAReleaseThatNoMessageAnnounced(t *testing.T) {
 	}
 }
 
-// A TryLock's wait bounds the call even while an attempt is in flight (every waiter ends within its bound). Found by the chaos runs (partitions, latency spikes): the wait's deadline lived on the waiter's timer,
-// which was cancelled while an attempt was sent and re-armed only when it was answered, so a wait that ended
-// meanwhile lasted until the transport gave up (the response timeout and its retries). Here every request stalls
-// in a proxy once the client is connected: with a response timeout of 3 s, a wait of 300 ms must end well before
-// a second, with an unknown outcome (an attempt answered later is released, as for a waiter whose context ended).
+// A TryLock's wait bounds the call even while an attempt is in flight (every waiter ends within its bound). Found
+// by the chaos runs (partitions, latency spikes): the wait's deadline lived on the waiter's timer, which was
+// cancelled while an attempt was sent and re-armed only when it was answered, so a wait that ended meanwhile lasted
+// until the transport gave up (the response timeout and its retries). Here every request stalls in a proxy once the
+// client is connected: with a response timeout of 3 s, a wait of 300 ms must end well before a second, with an
+// unknown outcome (an attempt answered later is released, as for a waiter whose context ended).
 func TestTryLockWaitBoundsAnAttemptInFlight(t *testing.T) {
 	for _, fenced := range []bool{false, true} {
 		t.Run(map[bool]string{false: "plain", true: "fenced"}[fenced], func(t *testing.T) {

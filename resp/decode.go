@@ -361,8 +361,8 @@ func (lim *Limits) length(buf []byte, start int, max int64, limit string) (int64
 }
 
 // integerLine parses an optionally negative decimal int64 of at most 19 digits terminated by CRLF, starting at
-// buf[start]. It returns the value and the index just past the CRLF. It reports overflow, a missing digit and a stray byte as soon as
-// they are present, without waiting for the CRLF.
+// buf[start]. It returns the value and the index just past the CRLF. It reports overflow, a missing digit and a
+// stray byte as soon as they are present, without waiting for the CRLF.
 func integerLine(buf []byte, start int) (int64, int, error) {
 	i := start
 	neg := i < len(buf) && buf[i] == '-'

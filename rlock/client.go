@@ -208,10 +208,10 @@ func (c *Client) Lock(name string) *Lock {
 // server (plain and fenced locks) are taken out of its queue, so that they do not hold it until their entries
 // expire; Close waits for those departures, and for those of waiters that gave up just before, at most a second.
 //
-// Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to
-// exit; it blocks for at most that second plus the time the transport takes to close. It is safe for concurrent use; calls after
-// the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and closes
-// nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
+// Close then closes the transport, if NewClient created it, and waits for its goroutines (and the timer's) to exit;
+// it blocks for at most that second plus the time the transport takes to close. It is safe for concurrent use;
+// calls after the first return nil. Inside a future callback or an Observer method it returns ErrInCallback and
+// closes nothing: it would wait for the goroutine it runs on. Call it from another goroutine.
 func (c *Client) Close() error {
 	if err := inCallback(); err != nil {
 		return err

@@ -15,8 +15,8 @@
 // Async form returning a future (package future), except Run and TryRun, which call the caller's function; so has
 // every call of the other objects that waits or releases (acquiring and releasing permits, a latch's Await and
 // CountDown). Their other queries and set-up calls (AvailablePermits, TrySetPermits, Count...) block until the
-// server answers or ctx ends. A blocking call is the async call followed by Get. Run is the "execute in lock" helper: lock, call, always unlock. Status reads a lock's owners,
-// hold counts and TTL in one step.
+// server answers or ctx ends. A blocking call is the async call followed by Get. Run is the "execute in lock"
+// helper: lock, call, always unlock. Status reads a lock's owners, hold counts and TTL in one step.
 //
 // # Wire format
 //
@@ -30,11 +30,11 @@
 // locally and a NOSCRIPT reply is handled by package conn.
 //
 // Auxiliary keys and channels carry the name as a Redis Cluster hash tag, by Redisson's rule: prefix:{name}, or
-// prefix:name when the name already contains "{" (names.go). On a cluster, a lock whose name contains "{" without
-// a hash tag Redis accepts ("a{}b", "{a") is refused with an *ArgumentError: its prefixed keys would hash
-// elsewhere, and it could be acquired but never released (Redisson has that trap). Scripts publish with the command conn says reaches
-// this client's subscribers — PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, as Redisson chooses — passed
-// as their last argument.
+// prefix:name when the name already contains "{" (names.go). On a cluster, a lock whose name contains "{" without a
+// hash tag Redis accepts ("a{}b", "{a") is refused with an *ArgumentError: its prefixed keys would hash elsewhere,
+// and it could be acquired but never released (Redisson has that trap). Scripts publish with the command conn says
+// reaches this client's subscribers — PUBLISH, or SPUBLISH on a cluster with sharded pub/sub, as Redisson chooses —
+// passed as their last argument.
 //
 // # Owners and the held context
 //
@@ -143,14 +143,15 @@
 // down) costs the waiter at most its refresh interval: its next attempt finds the hold and claims it. A client
 // keeps a lock's subscriptions for a second after its last waiter left, since a contended loop comes back at once.
 //
-// Clients that do not queue — a Redisson client on the same name — are excluded as before, and woken by the
-// unlock message whenever the lock becomes free for them. Since a busy queue may never let the lock go free, the
-// release frees it after every second of hand-overs during which it was never free (a client's run of direct
-// grants alike, which ends when the lock leaves the client) and publishes the unlock message, and the queue's
-// waiters then leave it alone for 5 ms: a Redisson waiter that acts within 5 ms of its wake-up gets the lock within
-// a second of contention, at a cost of 0.5 % of the queue's throughput. Releases by Redisson clients, force unlocks and expiries publish or free the lock without serving the
-// queue; the head learns of them from the lock's channel (each client with waiters stays subscribed to it) or its
-// bound, and any attempt that finds the lock free with another waiter at the head hands it to that waiter first.
+// Clients that do not queue — a Redisson client on the same name — are excluded as before, and woken by the unlock
+// message whenever the lock becomes free for them. Since a busy queue may never let the lock go free, the release
+// frees it after every second of hand-overs during which it was never free (a client's run of direct grants alike,
+// which ends when the lock leaves the client) and publishes the unlock message, and the queue's waiters then leave
+// it alone for 5 ms: a Redisson waiter that acts within 5 ms of its wake-up gets the lock within a second of
+// contention, at a cost of 0.5 % of the queue's throughput. Releases by Redisson clients, force unlocks and
+// expiries publish or free the lock without serving the queue; the head learns of them from the lock's channel
+// (each client with waiters stays subscribed to it) or its bound, and any attempt that finds the lock free with
+// another waiter at the head hands it to that waiter first.
 //
 // What the order costs. Serving processes first come, first served means that under contention nearly every grant
 // wakes another process, while a lock that lets the releasing process take it again at once (as the polling

@@ -12,7 +12,8 @@ import (
 	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
 )
 
-// The client side of the plain lock's queue of waiters (rlock/internal/scripts, lock.go, has the server side and its layout).
+// The client side of the plain lock's queue of waiters (rlock/internal/scripts, lock.go, has the server side and
+// its layout).
 //
 // Why a queue on the server. A lock is contended between processes, or a sync.Mutex would do. When every waiting
 // process learns of a release from the lock's channel, every release wakes one waiter in every process: they all
@@ -30,9 +31,9 @@ import (
 // A waiter keeps its entry alive by attempting again every refresh interval (a third of the liveness window, or of
 // its lease when shorter); an entry nobody refreshed for the liveness window is dropped by the next script that
 // looks at the head, so a waiter whose process died blocks the others for at most that window. A waiter that gives
-// up takes its entry out (scripts.LockLeave), and releases the lock if it was granted in the meantime. A grant message that
-// is lost (the subscription was down) costs the waiter at most its refresh interval: its next attempt finds the
-// hold and claims it instead of re-entering it (scripts.LockAcquire, the claim flag of its spec).
+// up takes its entry out (scripts.LockLeave), and releases the lock if it was granted in the meantime. A grant
+// message that is lost (the subscription was down) costs the waiter at most its refresh interval: its next attempt
+// finds the hold and claims it instead of re-entering it (scripts.LockAcquire, the claim flag of its spec).
 
 // Timing of the queue. The liveness window is also the lease of a watchdog lock handed to a waiter (the watchdog's
 // first renewal follows within a third of it), so that a grant to a waiter whose process died in the meantime

@@ -31,10 +31,10 @@ import (
 // fixed on the server is picked up within it, without a request every RetryDelay meanwhile.
 const pubSubDeniedRetry = 5 * time.Second
 
-// published returns the reply of a publishing script of the object name (whose shard is sh; nil: the client
-// finds it): v itself, or, when the server refused one of the script's messages, the script's own reply from
-// inside the refusal (scripts.PublishRefusedMarker), after dealing with the refusal. name may be "" when sh is given (the
-// log then names the channel). It does not block; it is cheap when nothing was refused (one comparison).
+// published returns the reply of a publishing script of the object name (whose shard is sh; nil: the client finds
+// it): v itself, or, when the server refused one of the script's messages, the script's own reply from inside the
+// refusal (scripts.PublishRefusedMarker), after dealing with the refusal. name may be "" when sh is given (the log
+// then names the channel). It does not block; it is cheap when nothing was refused (one comparison).
 func (c *Client) published(sh *shard, name string, v resp.Value) resp.Value {
 	if v.Type != resp.Array || len(v.Elems) < 3 || v.Elems[0].Str != scripts.PublishRefusedMarker {
 		return v

@@ -235,9 +235,10 @@ func (r *RateLimiter) AcquireAsync(ctx context.Context, permits int64) *future.F
 }
 
 // FixedWindowLimiter is the fixed-window limiter of the usual Redis rate-limiting recipe (INCR a counter, expire it
-// with the window): a counter (STRING <key>) that allows Limit permits per Window and expires with the window. It is
-// cheaper than RateLimiter (one INCRBY per call) but lets up to twice the limit through around a window boundary. A
-// refused call gives its permits back, so refusals do not use up the window (the recipe's script counts them). Waits sleep on the client's timer until the window ends.
+// with the window): a counter (STRING <key>) that allows Limit permits per Window and expires with the window. It
+// is cheaper than RateLimiter (one INCRBY per call) but lets up to twice the limit through around a window
+// boundary. A refused call gives its permits back, so refusals do not use up the window (the recipe's script counts
+// them). Waits sleep on the client's timer until the window ends.
 //
 // Obtain it with Client.FixedWindowLimiter; it is cheap, sends nothing until used, and is safe for concurrent use.
 type FixedWindowLimiter struct {

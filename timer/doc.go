@@ -37,14 +37,14 @@
 //
 // # Scheduling and cancelling
 //
-// NewTimeout and Timeout.Cancel never block and never wait for the worker: they push onto lock-free queues that
-// the worker drains when it next handles a tick, and no lock is ever held while tasks run. A worker that sleeps
+// NewTimeout and Timeout.Cancel never block and never wait for the worker: they push onto lock-free queues that the
+// worker drains when it next handles a tick, and no lock is ever held while tasks run. A worker that sleeps
 // (nothing due for a while) is woken only by a timeout due before it would wake by itself, or once a thousand
 // additions and cancellations queued up: a client that arms and cancels timeouts at a high rate (a lock's bounded
 // waits, a held lock's lease) does not wake it for each. Cancel is exact — true means the task has not started and
 // never will — and the pending count (Timer.Pending, capped by Config.MaxPending) drops at once; the cancelled
-// timeout's memory goes when the worker next handles a tick. A Timeout costs 64 bytes of heap while pending; the Task is stored as given, so a value implementing Task
-// (a lock entry) costs nothing more.
+// timeout's memory goes when the worker next handles a tick. A Timeout costs 64 bytes of heap while pending; the
+// Task is stored as given, so a value implementing Task (a lock entry) costs nothing more.
 //
 // # Tasks must not block
 //

@@ -93,10 +93,11 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// TestChaosLeaseExpiry stresses the lease's end without any injected fault: every acquire takes a fixed lease
-// and every holder keeps working past it, while other workers wait for the lock. Each hold thus ends with the
-// holder's context cancelled locally (ErrLeaseExpired) while a waiter is about to be let in by the server's
-// expiry (the lost holds are not released), under the CPU load of a dozen race-instrumented processes: the context must always end first.
+// TestChaosLeaseExpiry stresses the lease's end without any injected fault: every acquire takes a fixed lease and
+// every holder keeps working past it, while other workers wait for the lock. Each hold thus ends with the holder's
+// context cancelled locally (ErrLeaseExpired) while a waiter is about to be let in by the server's expiry (the lost
+// holds are not released), under the CPU load of a dozen race-instrumented processes: the context must always end
+// first.
 func TestChaosLeaseExpiry(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos runs take seconds")

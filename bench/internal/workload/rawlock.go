@@ -48,12 +48,11 @@ const (
 // show the lock as held by this owner (expired or taken over).
 var ErrNotOwner = errors.New("workload: unlock: the lock is not held by this owner")
 
-// RawLock is the raw baselines' lock: Redisson's protocol written directly on
-// a Transport with rlock's own scripts and arguments (acquire script; when
-// held by another owner, subscribe to the unlock channel before retrying, and
-// wait for an unlock message or the holder's remaining TTL; release script,
-// expecting one hold, publishing the unlock message). It implements Library. Its uncontended path is exactly one EVALSHA to acquire
-// and one to release, which is what the raw transport comparison measures.
+// RawLock is the raw baselines' lock: Redisson's protocol written directly on a Transport with rlock's own scripts
+// and arguments (acquire script; when held by another owner, subscribe to the unlock channel before retrying, and
+// wait for an unlock message or the holder's remaining TTL; release script, expecting one hold, publishing the
+// unlock message). It implements Library. Its uncontended path is exactly one EVALSHA to acquire and one to
+// release, which is what the raw transport comparison measures.
 type RawLock struct {
 	t       Transport
 	id      string
