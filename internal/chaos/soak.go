@@ -99,12 +99,12 @@ func Flatness(res *Result) *Flat {
 	}
 
 	var c2, c4 []int64
-	maxKeys, maxCh, delayed := int64(0), 0, int64(0)
+	delayed := int64(0)
 	for _, s := range res.Samples {
 		if !s.Up {
 			continue
 		}
-		maxKeys, maxCh, delayed = max(maxKeys, s.Keys), max(maxCh, s.Channels), max(delayed, s.AOFDelayedFsync)
+		delayed = max(delayed, s.AOFDelayedFsync)
 		if q2(s.At) {
 			c2 = append(c2, s.Clients)
 		}
@@ -112,6 +112,7 @@ func Flatness(res *Result) *Flat {
 			c4 = append(c4, s.Clients)
 		}
 	}
+	maxKeys, maxCh := peaks(res)
 	f.Lines = append(f.Lines, fmt.Sprintf("server: max keys %d (bound %d), max channels %d (bound %d), aof_delayed_fsync up to %d",
 		maxKeys, keysPerLock*res.Locks, maxCh, maxChannels(res.Locks, res.Workers), delayed))
 	f.Problems = append(f.Problems, OverBounds(res)...)
@@ -136,13 +137,7 @@ func Flatness(res *Result) *Flat {
 // workers account for at any sample (keysPerLock, maxChannels): what a key or subscription that leaks under faults
 // shows first. It is empty when every sample was within the bounds.
 func OverBounds(res *Result) []string {
-	var maxKeys int64
-	var maxCh int
-	for _, s := range res.Samples {
-		if s.Up {
-			maxKeys, maxCh = max(maxKeys, s.Keys), max(maxCh, s.Channels)
-		}
-	}
+	maxKeys, maxCh := peaks(res)
 	var problems []string
 	if maxKeys > int64(keysPerLock*res.Locks) {
 		problems = append(problems, fmt.Sprintf("server held %d keys for %d locks", maxKeys, res.Locks))
@@ -152,6 +147,17 @@ func OverBounds(res *Result) []string {
 			maxCh, res.Locks, res.Workers))
 	}
 	return problems
+}
+
+// peaks returns the most keys the server held and the most channels it had subscribed at any sample taken while it
+// was up.
+func peaks(res *Result) (keys int64, channels int) {
+	for _, s := range res.Samples {
+		if s.Up {
+			keys, channels = max(keys, s.Keys), max(channels, s.Channels)
+		}
+	}
+	return keys, channels
 }
 
 // keysPerLock is how many keys one lock name of a chaos run may take on the server: the lock itself, the fenced
