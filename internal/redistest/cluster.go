@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,7 +38,7 @@ type Cluster struct {
 // StartCluster starts a cluster for the test, waits until it is healthy (see
 // WaitHealthy) and registers its Close with t.Cleanup. It calls t.Fatal when
 // it cannot (with an install hint when redis-server or redis-cli is missing).
-// It blocks for at most about 3× the start bound.
+// It blocks for at most about 6× the start bound (see RunCluster).
 func StartCluster(t testing.TB, opts ...Option) *Cluster {
 	t.Helper()
 	c, err := RunCluster(opts...)
@@ -59,23 +60,55 @@ func StartCluster(t testing.TB, opts ...Option) *Cluster {
 
 // RunCluster starts a cluster for callers without a testing.TB and waits
 // until it is healthy; the caller must call Close. It blocks for at most about
-// 3× the start bound.
+// 6× the start bound (two attempts: see clusterAttempts).
 func RunCluster(opts ...Option) (*Cluster, error) {
 	o := newOptions(opts)
 	o.port = 0
+	var errs []error
+	for attempt := 1; ; attempt++ {
+		c, err := tryCluster(o, clusterFormBound(attempt))
+		if err == nil {
+			return c, nil
+		}
+		errs = append(errs, err)
+		if !errors.Is(err, errClusterForming) || attempt == clusterAttempts {
+			return nil, errors.Join(errs...)
+		}
+		fmt.Fprintf(os.Stderr, "redistest: a cluster did not form (attempt %d of %d), starting another: %v\n",
+			attempt, clusterAttempts, firstLine(err))
+	}
+}
+
+// clusterAttempts is how many clusters RunCluster starts before it gives up on one that does not form. Rarely, on
+// a loaded machine, redis-cli --cluster create has waited for the nodes to join until its bound ran out, where
+// the same start on new ports forms in a few seconds. The cause is in the nodes' logs, which the error of such an
+// attempt carries.
+const clusterAttempts = 2
+
+// clusterFormBound is how long attempt n (from 1) of RunCluster may take to start the nodes and form the
+// cluster; tests replace it to exercise the retry.
+var clusterFormBound = func(int) time.Duration { return topologyTimeoutFactor * StartTimeout }
+
+// errClusterForming marks a cluster whose nodes started but which did not become healthy in time: worth
+// another attempt, unlike a missing binary.
+var errClusterForming = errors.New("redistest: the cluster did not form")
+
+// tryCluster starts one cluster in a directory of its own and waits until it is healthy; on failure it has
+// closed the cluster and removed its directory.
+func tryCluster(o options, bound time.Duration) (*Cluster, error) {
 	root, tlsm, err := topologyRoot("redistest-cluster-*", o)
 	if err != nil {
 		return nil, err
 	}
 	c := &Cluster{opts: o, root: root, tlsm: tlsm}
-	if err := c.start(); err != nil {
+	if err := c.start(bound); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Cluster) start() error {
+func (c *Cluster) start(bound time.Duration) error {
 	if _, err := serverBinary(); err != nil {
 		return err
 	}
@@ -83,7 +116,7 @@ func (c *Cluster) start() error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), topologyTimeoutFactor*StartTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	for i := range clusterSize {
 		dir, err := memberDir(c.root, "node-"+strconv.Itoa(i))
@@ -103,9 +136,30 @@ func (c *Cluster) start() error {
 	cmd.WaitDelay = time.Second
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("redistest: redis-cli --cluster create: %w\n%s", err, out)
+		return fmt.Errorf("%w: redis-cli --cluster create: %w\n%s%s", errClusterForming, err, out, c.logTails())
 	}
-	return c.WaitHealthy(ctx)
+	if err := c.WaitHealthy(ctx); err != nil {
+		return fmt.Errorf("%w: %w%s", errClusterForming, err, c.logTails())
+	}
+	return nil
+}
+
+// logTails returns the end of every node's log, for the error of a cluster that did not form.
+func (c *Cluster) logTails() string {
+	var b strings.Builder
+	for _, s := range c.nodes {
+		fmt.Fprintf(&b, "\nredistest: log tail of %s:\n%s", s.Addr(), s.LogTail())
+	}
+	return b.String()
+}
+
+// firstLine returns the first line of err's message.
+func firstLine(err error) string {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 // cliArgs returns redis-cli's connection options (auth, TLS).

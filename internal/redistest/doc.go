@@ -36,8 +36,9 @@
 // Costs: a standalone server starts in tens of milliseconds and closes within
 // about 100 ms (Redis handles SIGTERM at its next 100 ms cron tick); a replica
 // set takes a little over 2 s to become healthy (the Sentinels' fixed 2 s hello
-// period dominates) and a cluster about 3 s (redis-cli waits in 1 s steps).
-// Figures: bench/README.md ("redistest").
+// period dominates) and a cluster about 3 s (redis-cli waits in 1 s steps);
+// a cluster that has not formed within its bound is replaced by a new one on
+// new ports, once. Figures: bench/README.md ("redistest").
 //
 // # Admin client
 //
