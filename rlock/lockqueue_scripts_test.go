@@ -138,6 +138,30 @@ func TestReleaseGrantsTheNamedNextWaiterWhenNobodyIsQueued(t *testing.T) {
 	}
 }
 
+// A release naming a next waiter releases one hold as any release does: it grants nothing while holds remain, and
+// changes nothing when the count it expects is not the owner's.
+func TestReleaseNamingANextWaiterKeepsTheCountCondition(t *testing.T) {
+	srv := newScriptServer(t)
+	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")
+	wantBulk(t, "A re-enters", acquireRaw(t, srv, "lock", ownerA, queueLease), "2")
+	next := func(expect string) redistest.Reply {
+		return srv.eval(scripts.LockRelease, plainKeysOf("lock"), ownerA, expect,
+			strconv.FormatInt(queueLease.Milliseconds(), 10), ownerB, specOf("g10000", false, ""))
+	}
+	wantInt(t, "expecting 1 of 2 holds", next("1"), -2)
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerA] != "2" {
+		t.Fatalf("after a release expecting the wrong count: %v", m)
+	}
+	wantInt(t, "one of 2 holds", next("2"), 0)
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerA] != "1" {
+		t.Fatalf("after releasing one of 2 holds: %v", m)
+	}
+	wantBulk(t, "the last hold", next("1"), "2")
+	if m := srv.hash("lock"); len(m) != 1 || m[ownerB] != "1" {
+		t.Fatalf("after the last hold's release: %v", m)
+	}
+}
+
 func TestReleaseRefusesANextWaiterSpecThatDoesNotParse(t *testing.T) {
 	srv := newScriptServer(t)
 	wantBulk(t, "A takes it", acquireRaw(t, srv, "lock", ownerA, queueLease), "1")

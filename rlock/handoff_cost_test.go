@@ -1,0 +1,85 @@
+package rlock
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/locksmith-go/locksmith/internal/redistest"
+	"github.com/locksmith-go/locksmith/resp"
+	"github.com/locksmith-go/locksmith/rlock/internal/scripts"
+)
+
+// The server cost of the in-process hand-off: a release that names the releasing client's next waiter, which
+// gets the lock in the same step when nobody else is queued (64 goroutines of one process on one lock do nothing
+// else). Two owners pass the lock back and forth on one raw connection, one command at a time, every command
+// encoded beforehand; the floor is a script that only moves the hold (HGET, DEL, HSET, PEXPIRE). It reports the
+// server time per hand-off (INFO commandstats). Run:
+//
+//	go test -run '^$' -bench BenchmarkLocalHandOffServerCost -benchtime 20000x -count 3 ./rlock
+
+// floorHandOffSrc moves a last hold from ARGV[1] to ARGV[2] with lease ARGV[3]: the commands a hand-off cannot do
+// without. KEYS[1] lock.
+const floorHandOffSrc = `if redis.call('hget', KEYS[1], ARGV[1]) ~= '1' then return nil end
+redis.call('del', KEYS[1])
+redis.call('hset', KEYS[1], ARGV[2], 1)
+redis.call('pexpire', KEYS[1], ARGV[3])
+return 1`
+
+func BenchmarkLocalHandOffServerCost(b *testing.B) {
+	srv := redistest.Start(b)
+	ctx := context.Background()
+	loadScripts(b, srv, scripts.LockAcquire.Source, scripts.LockRelease.Source, floorHandOffSrc)
+	const name, lease = "bench:handoff", "30000"
+	keys := plainKeysOf(name)
+	encode := func(args ...string) []byte { return resp.AppendCommand(nil, args...) }
+	release := func(from, to string) []byte {
+		return encode(append(append([]string{"EVALSHA", shaOf(scripts.LockRelease.Source), strconv.Itoa(numPlainKeys)},
+			keys...), from, "1", lease, to, "g"+lease+":0:", "publish")...)
+	}
+	floor := func(from, to string) []byte {
+		return encode("EVALSHA", shaOf(floorHandOffSrc), "1", name, from, to, lease)
+	}
+	cases := []struct {
+		name   string
+		ab, ba []byte
+	}{
+		{"rlock", release(ownerA, ownerB), release(ownerB, ownerA)},
+		{"floor", floor(ownerA, ownerB), floor(ownerB, ownerA)},
+	}
+	acquire := encode(append(append([]string{"EVALSHA", shaOf(scripts.LockAcquire.Source), strconv.Itoa(numPlainKeys)},
+		keys...), lease, ownerA, "", "publish")...)
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			if _, err := srv.Do(ctx, "DEL", name); err != nil {
+				b.Fatal(err)
+			}
+			p := dialPipe(b, srv.Addr())
+			p.w.Write(acquire)
+			p.recv(b, 1)
+			// One round first, checked: each release hands the lock to the other owner.
+			for i, step := range [][]byte{tc.ab, tc.ba} {
+				p.w.Write(step)
+				p.recv(b, 1)
+				holder := []string{ownerB, ownerA}[i]
+				if n, err := srv.DoInt(ctx, "HEXISTS", name, holder); err != nil || n != 1 {
+					b.Fatalf("after hand-off %d: HEXISTS %s %s = %d, %v; want 1", i+1, name, holder, n, err)
+				}
+			}
+			if _, err := srv.Do(ctx, "CONFIG", "RESETSTAT"); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				p.w.Write([][]byte{tc.ab, tc.ba}[i%2])
+				p.recv(b, 1)
+			}
+			b.StopTimer()
+			st := commandStats(b, srv)
+			if calls := statField(b, st["cmdstat_evalsha"], "calls"); calls != float64(b.N) {
+				b.Fatalf("the server ran %v scripts, want %d", calls, b.N)
+			}
+			b.ReportMetric(statField(b, st["cmdstat_evalsha"], "usec_per_call"), "server-µs/handoff")
+		})
+	}
+}
