@@ -153,9 +153,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 				p.recv(b, k)
 			}
 			mem0 := infoInt(b, srv, "memory", "used_memory")
-			if _, err := srv.Do(ctx, "CONFIG", "RESETSTAT"); err != nil {
-				b.Fatal(err)
-			}
+			resetStats(b, srv)
 			b.ResetTimer()
 			for i := 0; i < b.N; i += depth {
 				k := min(depth, b.N-i)
@@ -194,6 +192,23 @@ func loadScripts(tb testing.TB, srv *redistest.Server, srcs ...string) {
 			tb.Fatal(err)
 		}
 	}
+}
+
+// resetStats zeroes the server's command statistics (CONFIG RESETSTAT), so that a timed loop's are read alone.
+func resetStats(tb testing.TB, srv *redistest.Server) {
+	if _, err := srv.Do(context.Background(), "CONFIG", "RESETSTAT"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// scriptStats reads INFO commandstats after a timed loop and fails tb unless the server ran exactly want scripts
+// (EVALSHA) since resetStats: a benchmark that times other work than it means to reports nothing.
+func scriptStats(tb testing.TB, srv *redistest.Server, want int) map[string]string {
+	st := commandStats(tb, srv)
+	if calls := statField(tb, st["cmdstat_evalsha"], "calls"); calls != float64(want) {
+		tb.Fatalf("the server ran %v scripts, want %d", calls, want)
+	}
+	return st
 }
 
 // commandStats reads INFO commandstats: one line per command, read with statField.
