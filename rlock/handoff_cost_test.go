@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
@@ -31,11 +30,10 @@ func BenchmarkLocalHandOffServerCost(b *testing.B) {
 	ctx := context.Background()
 	loadScripts(b, srv, scripts.LockAcquire.Source, scripts.LockRelease.Source, floorHandOffSrc)
 	const name, lease = "bench:handoff", "30000"
-	keys := plainKeysOf(name)
 	encode := func(args ...string) []byte { return resp.AppendCommand(nil, args...) }
 	release := func(from, to string) []byte {
-		return encode(append(append([]string{"EVALSHA", shaOf(scripts.LockRelease.Source), strconv.Itoa(numPlainKeys)},
-			keys...), from, "1", lease, to, "g"+lease+":0:", "publish")...)
+		return encode(plainEval(shaOf(scripts.LockRelease.Source), name, from, "1", lease, to, "g"+lease+":0:",
+			"publish")...)
 	}
 	floor := func(from, to string) []byte {
 		return encode("EVALSHA", shaOf(floorHandOffSrc), "1", name, from, to, lease)
@@ -47,8 +45,7 @@ func BenchmarkLocalHandOffServerCost(b *testing.B) {
 		{"rlock", release(ownerA, ownerB), release(ownerB, ownerA)},
 		{"floor", floor(ownerA, ownerB), floor(ownerB, ownerA)},
 	}
-	acquire := encode(append(append([]string{"EVALSHA", shaOf(scripts.LockAcquire.Source), strconv.Itoa(numPlainKeys)},
-		keys...), lease, ownerA, "", "publish")...)
+	acquire := encode(plainEval(shaOf(scripts.LockAcquire.Source), name, lease, ownerA, "", "publish")...)
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
 			if _, err := srv.Do(ctx, "DEL", name); err != nil {
@@ -58,7 +55,8 @@ func BenchmarkLocalHandOffServerCost(b *testing.B) {
 			p.w.Write(acquire)
 			p.recv(b, 1)
 			// One round first, checked: each release hands the lock to the other owner.
-			for i, step := range [][]byte{tc.ab, tc.ba} {
+			steps := [2][]byte{tc.ab, tc.ba}
+			for i, step := range steps {
 				p.w.Write(step)
 				p.recv(b, 1)
 				holder := []string{ownerB, ownerA}[i]
@@ -69,7 +67,7 @@ func BenchmarkLocalHandOffServerCost(b *testing.B) {
 			resetStats(b, srv)
 			b.ResetTimer()
 			for i := range b.N {
-				p.w.Write([][]byte{tc.ab, tc.ba}[i%2])
+				p.w.Write(steps[i%2])
 				p.recv(b, 1)
 			}
 			b.StopTimer()

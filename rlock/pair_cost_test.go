@@ -2,7 +2,6 @@ package rlock
 
 import (
 	"context"
-	"strconv"
 	"testing"
 
 	"github.com/locksmith-go/locksmith/internal/redistest"
@@ -42,17 +41,14 @@ func BenchmarkUncontendedPairServerCost(b *testing.B) {
 	loadScripts(b, srv, scripts.LockAcquire.Source, scripts.LockRelease.Source, redissonAcquireSrc, plainReleaseSrc,
 		setNXAcquireSrc, getDelReleaseSrc)
 	const name, lease, token = "bench:pair", "30000", "0123456789abcdef0123456789abcdef"
-	keys := plainKeysOf(name)
 	encode := func(args ...string) []byte { return resp.AppendCommand(nil, args...) }
 	cases := []struct {
 		name             string
 		acquire, release []byte
 	}{
 		{"rlock",
-			encode(append(append([]string{"EVALSHA", shaOf(scripts.LockAcquire.Source), strconv.Itoa(numPlainKeys)},
-				keys...), lease, ownerA, "", "publish")...),
-			encode(append(append([]string{"EVALSHA", shaOf(scripts.LockRelease.Source), strconv.Itoa(numPlainKeys)},
-				keys...), ownerA, "1", lease, "publish")...)},
+			encode(plainEval(shaOf(scripts.LockAcquire.Source), name, lease, ownerA, "", "publish")...),
+			encode(plainEval(shaOf(scripts.LockRelease.Source), name, ownerA, "1", lease, "publish")...)},
 		{"redisson",
 			encode("EVALSHA", shaOf(redissonAcquireSrc), "1", name, lease, ownerA),
 			encode("EVALSHA", shaOf(plainReleaseSrc), "2", name, channelName(name), scripts.UnlockMessage, lease, ownerA)},

@@ -126,8 +126,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 		args func(key, ch, owner string, i int) []string
 	}{
 		{"conditional", func(key, ch, owner string, _ int) []string {
-			cmd := append([]string{"EVALSHA", shaOf(scripts.LockRelease.Source), strconv.Itoa(numPlainKeys)}, plainKeysOf(key)...)
-			return append(cmd, owner, "1", lease, "publish")
+			return plainEval(shaOf(scripts.LockRelease.Source), key, owner, "1", lease, "publish")
 		}},
 		{"redisson-latch", func(key, ch, owner string, i int) []string {
 			latch := "redisson_unlock_latch:{" + key + "}:" + strconv.Itoa(i) + "-0f9e8d7c6b5a"
@@ -147,8 +146,7 @@ func BenchmarkReleaseServerCost(b *testing.B) {
 			for i := 0; i < b.N; i += depth {
 				k := min(depth, b.N-i)
 				for j := i; j < i+k; j++ {
-					cmd := append([]string{"EVALSHA", acq, strconv.Itoa(numPlainKeys)}, plainKeysOf("bench:"+strconv.Itoa(j))...)
-					p.send(append(cmd, lease, ownerA, "", "publish")...)
+					p.send(plainEval(acq, "bench:"+strconv.Itoa(j), lease, ownerA, "", "publish")...)
 				}
 				p.recv(b, k)
 			}
@@ -183,6 +181,13 @@ func infoInt(tb testing.TB, srv *redistest.Server, section, field string) int64 
 		tb.Fatalf("INFO %s %s = %q", section, field, m[field])
 	}
 	return n
+}
+
+// plainEval returns the arguments of an EVALSHA of the plain-lock script with SHA-1 sha on the keys of the lock
+// name (plainKeysOf), followed by args.
+func plainEval(sha, name string, args ...string) []string {
+	cmd := append([]string{"EVALSHA", sha, strconv.Itoa(numPlainKeys)}, plainKeysOf(name)...)
+	return append(cmd, args...)
 }
 
 // loadScripts loads every source into the server's script cache, so that the benchmarks' EVALSHAs run.
