@@ -136,8 +136,10 @@
 // a watchdog waiter by someone else's release applies a lease of that window (renewed a third of the way in), so a
 // grant to a waiter whose process just died keeps the lock at most 5 s; a lease waiter's grant applies its own
 // lease. The waiter queued next learns that it is the head by its next attempt (a hand-over tells only the
-// grantee), so it takes the lock at most one refresh interval after that grant ends. A waiter that gives up takes
-// its entry out, and gives back a grant made to it meanwhile; a call whose wait ran out returns once the server
+// grantee), so it takes the lock at most one refresh interval after that grant ends; so does a waiter that joined
+// the queue behind an entry whose waiter had died (a first attempt joins the tail without looking at the head, in
+// five commands: the path of every process that comes back for a lock it just released). A waiter that gives up
+// takes its entry out, and gives back a grant made to it meanwhile; a call whose wait ran out returns once the server
 // answered that (at most 250 ms later if it does not), so that what the caller sends next — on any connection of
 // the pool — finds the entry gone. A grant message that is lost (the subscription was
 // down) costs the waiter at most its refresh interval: its next attempt finds the hold and claims it. A client

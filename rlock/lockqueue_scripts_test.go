@@ -263,6 +263,48 @@ func TestADeadWaiterIsDroppedWhenItsDeadlinePasses(t *testing.T) {
 	}
 }
 
+// A first attempt that finds the lock and a queue joins the tail without looking at the head; the waiter learns
+// that it is the head by its next attempt, which drops a dead head on the way.
+func TestAFirstAttemptJoinsTheTailWithoutLookingAtTheHead(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	const g = "g10000"
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, g, false), "1")
+	if r := queueAttempt(srv, "lock", ownerC, g, false); r.Kind != redistest.KindInt || r.Int <= 0 {
+		t.Fatalf("the head's refusal %s, want the lock's PTTL", r)
+	}
+	// C dies: its deadline passes.
+	srv.do("ZADD", keys[keyDeadlines], strconv.FormatInt(srv.millis()-1, 10), entryOf(ownerC, g))
+
+	before := srv.millis()
+	wantInt(t, "B's first attempt", queueAttempt(srv, "lock", ownerB, g, false), scripts.QueuedNotHead)
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 2 || q[0] != entryOf(ownerC, g) || q[1] != entryOf(ownerB, g) {
+		t.Fatalf("queue %q, want C's entry, then B's", q)
+	}
+	deadline, err := strconv.ParseInt(srv.str("ZSCORE", keys[keyDeadlines], entryOf(ownerB, g)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live := scripts.QueueLiveness.Milliseconds(); deadline < before+live || deadline > srv.millis()+live {
+		t.Fatalf("B's deadline %d, want the server's clock plus %d ms", deadline, live)
+	}
+	if ttl := srv.int("PTTL", keys[keyDeadlines]); ttl != -1 {
+		t.Fatalf("the deadline set of a queue with entries expires (PTTL %d)", ttl)
+	}
+
+	// The same first attempt sent again (its reply was lost) finds its entry: it takes the queued path, which drops
+	// C, tells B that it is the head, and queues nothing twice.
+	grantsB := srv.subscribe(grantChannel("lock", uuidOf(ownerB)))
+	if r := queueAttempt(srv, "lock", ownerB, g, false); r.Kind != redistest.KindInt || r.Int <= 0 {
+		t.Fatalf("B's attempt again: %s, want the lock's PTTL (B is the head)", r)
+	}
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 1 || q[0] != entryOf(ownerB, g) {
+		t.Fatalf("queue %q, want B's entry alone", q)
+	}
+	grantsB.want(grantChannel("lock", uuidOf(ownerB)), "w2")
+	wantBulk(t, "release to B", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), "2")
+}
+
 func TestLeavingTakesTheEntryOutAndGivesBackAGrant(t *testing.T) {
 	srv := newScriptServer(t)
 	keys := plainKeysOf("lock")

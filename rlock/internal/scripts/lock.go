@@ -301,6 +301,22 @@ const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' o
   (tonumber(redis.call('zscore', KEYS[3], ':g:' .. ARGV[2]) or -1) == tonumber(nonce) and
   redis.call('zrem', KEYS[3], ':g:' .. ARGV[2]) == 1)))`
 
+// joinTailLua is the first attempt of a waiter (claim flag "0") that finds both the lock and a queue: it joins the
+// queue's tail and is told QueuedNotHead, in five commands and without the closures of the queued path — what every
+// process that comes back for the lock it just released runs, while the next holder's commands wait behind it on
+// the server. It does not look at the head, which may be an entry whose waiter died: a waiter that would have been
+// the head once that entry was dropped learns it by its next attempt (a refresh, which takes the queued path),
+// within one refresh interval, as a waiter learns it after a hand-over to the waiter before it; a release serves
+// the live head whatever the new entry was told. An entry already queued (a first attempt whose reply was lost)
+// falls through to the queued path, which refreshes it.
+var joinTailLua = `  redis.replicate_commands()
+  local t = redis.call('time')
+  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ` + queueLivenessMillis + `
+  if redis.call('zadd', KEYS[3], 'NX', deadline, entry) == 1 then
+    redis.call('rpush', KEYS[2], entry)
+    return ` + strconv.Itoa(QueuedNotHead) + `
+  end`
+
 // queuedAcquire builds an acquire of the plain layout with the queue (LockAcquire, and the fenced lock's): grant
 // is the Lua that grants or re-enters the lock for the owner ARGV[2] and returns the granted reply; claim the Lua
 // that returns the reply for a hold claimed (see LockAcquire). Extra keys a kind needs follow KEYS[4]. Its fast
@@ -325,6 +341,8 @@ end
 `+grant+`
 elseif not entry and (taken == 2 or redis.call('exists', KEYS[2]) == 0) then
   return redis.call('pttl', KEYS[1])
+elseif taken == 2 and claim == '0' then
+`+joinTailLua+`
 end
 `+queueClockLua+queueHandOverLua+`local head = live()
 local bound = redis.call('pttl', KEYS[1])
