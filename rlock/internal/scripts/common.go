@@ -33,6 +33,10 @@ end
 `
 )
 
+// serverMillisLua is the server's clock in Unix milliseconds, read from t, the reply of a TIME the script made
+// (seconds, microseconds): the clock every deadline of the scripts is kept on.
+const serverMillisLua = `tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`
+
 // PublishRefusedMarker opens the reply of a script whose pub was refused (publishRefusedLua).
 const PublishRefusedMarker = "locksmith:publish-refused"
 

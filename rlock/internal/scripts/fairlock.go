@@ -33,7 +33,7 @@ package scripts
 // sleeping towards the old head's deadline. wake publishes to one waiter, once per script.
 const fairNowLua = `redis.replicate_commands()
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ` + serverMillisLua + `
 local head0 = redis.call('lindex', KEYS[2], 0)
 local woken = nil
 local function wake(h, msg)

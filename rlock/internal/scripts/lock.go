@@ -61,7 +61,7 @@ local function clock()
   if not now then
     redis.replicate_commands()
     local t = redis.call('time')
-    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    now = ` + serverMillisLua + `
   end
   return now
 end
@@ -311,7 +311,7 @@ const grantedLua = `(not redis.call('zscore', KEYS[3], entry) and (nonce == '' o
 // falls through to the queued path, which refreshes it.
 var joinTailLua = `  redis.replicate_commands()
   local t = redis.call('time')
-  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + ` + queueLivenessMillis + `
+  local deadline = ` + serverMillisLua + ` + ` + queueLivenessMillis + `
   if redis.call('zadd', KEYS[3], 'NX', deadline, entry) == 1 then
     redis.call('rpush', KEYS[2], entry)
     return ` + strconv.Itoa(QueuedNotHead) + `

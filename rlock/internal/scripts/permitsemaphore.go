@@ -18,7 +18,7 @@ const PermitNoExpiry = "922337203685477"
 // number available. KEYS[1] is the permits key, KEYS[2] the lease set, KEYS[3] the channel.
 const pesReclaimLua = `redis.replicate_commands()
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ` + serverMillisLua + `
 local expired = redis.call('zremrangebyscore', KEYS[2], 0, now)
 if expired > 0 then
   local v = redis.call('incrby', KEYS[1], expired)

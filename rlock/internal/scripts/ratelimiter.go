@@ -25,7 +25,7 @@ interval = tonumber(interval)
 local valueName, permitsName = KEYS[2], KEYS[4]
 if kind == '1' then valueName, permitsName = KEYS[3], KEYS[5] end
 local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = ` + serverMillisLua + `
 local cur = redis.call('get', valueName)
 if cur == false then
   cur = rate
