@@ -32,14 +32,12 @@ func BenchmarkHandOverServerCost(b *testing.B) {
 	const lease, spec, claimSpec = "3000", "g3000:0:", "g3000:1:"
 	for _, waiters := range []int{1, 63} {
 		b.Run("waiters="+strconv.Itoa(waiters), func(b *testing.B) {
-			keys := plainKeysOf(fmt.Sprintf("bench:handover:%d", waiters))
-			numKeys := strconv.Itoa(len(keys))
+			name := fmt.Sprintf("bench:handover:%d", waiters)
+			keys := plainKeysOf(name)
 			attempt := func(owner, spec string) []string {
-				return append(append([]string{"EVALSHA", acquireSHA, numKeys}, keys...), lease, owner, spec, "publish")
+				return plainEval(acquireSHA, name, lease, owner, spec, "publish")
 			}
-			release := func(owner string) []string {
-				return append(append([]string{"EVALSHA", releaseSHA, numKeys}, keys...), owner, "1", lease, "publish")
-			}
+			release := func(owner string) []string { return plainEval(releaseSHA, name, owner, "1", lease, "publish") }
 			owners := make([]string, waiters+1) // one client each: every grant goes to another client
 			for i := range owners {
 				owners[i] = fmt.Sprintf("%08x-0000-4000-8000-%012x:1", i+1, i+1)
