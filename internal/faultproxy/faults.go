@@ -33,6 +33,7 @@ type faults struct {
 	mu        sync.Mutex // guards the fields below
 	latency   [2]time.Duration
 	stalled   [2]bool
+	withhold  [2]bool   // chunks read now are marked withheld (Withhold)
 	partition bool      // black-hole until partEnd (forever when partEnd is zero)
 	partEnd   time.Time // zero: until Restore
 	cut       [2]int64  // bytes each link may forward after cutGen changed; negative: no cut

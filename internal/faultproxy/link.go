@@ -15,6 +15,7 @@ const (
 type chunk struct {
 	data []byte
 	at   time.Time
+	held bool // read while its direction was withheld: never delivered (Withhold)
 }
 
 // link is one proxied connection: the client's socket and, once dialled, the
@@ -64,23 +65,28 @@ func (l *link) run() {
 	var wg sync.WaitGroup
 	// Owner of the four pumps: run. Each ends when its socket fails or the
 	// link closes; run waits for all of them.
-	wg.Go(func() { l.read(l.client, up) })
+	wg.Go(func() { l.read(l.client, up, 0) })
 	wg.Go(func() { l.write(server, up, 0) })
-	wg.Go(func() { l.read(server, down) })
+	wg.Go(func() { l.read(server, down, 1) })
 	wg.Go(func() { l.write(l.client, down, 1) })
 	wg.Wait()
 }
 
 // read copies src into chunks on ch until src fails or the link closes; it
-// closes ch so the writer closes the link after delivering what was read.
-func (l *link) read(src net.Conn, ch chan<- chunk) {
+// closes ch so the writer closes the link after delivering what was read. dir
+// is the direction ch carries.
+func (l *link) read(src net.Conn, ch chan<- chunk, dir int) {
 	defer close(ch)
+	f := l.p.f
 	for {
 		buf := make([]byte, chunkSize)
 		n, err := src.Read(buf)
 		if n > 0 {
+			f.mu.Lock()
+			held := f.withhold[dir]
+			f.mu.Unlock()
 			select {
-			case ch <- chunk{data: buf[:n], at: time.Now()}:
+			case ch <- chunk{data: buf[:n], at: time.Now(), held: held}:
 			case <-l.done:
 				return
 			}
@@ -113,7 +119,7 @@ func (l *link) write(dst net.Conn, ch <-chan chunk, dir int) {
 			if part, end := f.partitionedLocked(now); part {
 				return true, end
 			}
-			if f.stalled[dir] {
+			if f.stalled[dir] || c.held {
 				return true, time.Time{}
 			}
 			if due := c.at.Add(f.latency[dir]); now.Before(due) {

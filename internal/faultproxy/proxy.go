@@ -85,6 +85,23 @@ func (p *Proxy) Unstall(dir Direction) {
 	p.f.update(func(f *faults) { forDirs(dir, func(i int) { f.stalled[i] = false }) })
 }
 
+// Withhold makes every connection keep back, for good, what it reads in the
+// given direction(s) from now until Restore (or Release): those bytes, and all
+// that follows them on the same connection, are never delivered, and the
+// connection stays open until one side closes it. Connections that read
+// nothing meanwhile are unaffected. With Downstream, a reply that the server
+// sent is lost on its connection alone, while the client's other connections
+// go on: the client sees a command that ran and was never answered.
+func (p *Proxy) Withhold(dir Direction) {
+	p.f.update(func(f *faults) { forDirs(dir, func(i int) { f.withhold[i] = true }) })
+}
+
+// Release ends Withhold for what is read from now on; what was withheld stays
+// withheld.
+func (p *Proxy) Release(dir Direction) {
+	p.f.update(func(f *faults) { forDirs(dir, func(i int) { f.withhold[i] = false }) })
+}
+
 // Partition black-holes the proxy for d (until Restore when d <= 0): existing
 // connections forward nothing in either direction, new connections are
 // accepted but not dialled upstream. Nothing is closed; when the partition
@@ -115,12 +132,14 @@ func (p *Proxy) CutAfter(dir Direction, n int64) {
 // them again (off), as a server that is down behind a live address.
 func (p *Proxy) Refuse(on bool) { p.f.update(func(f *faults) { f.refuse = on }) }
 
-// Restore removes every fault: no latency, no stall, no partition, no cut,
-// no refusal. Queued bytes are delivered at once.
+// Restore removes every fault: no latency, no stall, no withholding, no
+// partition, no cut, no refusal. Queued bytes are delivered at once, except
+// those already withheld (Withhold).
 func (p *Proxy) Restore() {
 	p.f.update(func(f *faults) {
 		f.latency = [2]time.Duration{}
 		f.stalled = [2]bool{}
+		f.withhold = [2]bool{}
 		f.partition = false
 		f.partEnd = time.Time{}
 		for i := range f.cut {

@@ -163,6 +163,33 @@ func TestStallHoldsRepliesWithoutClosing(t *testing.T) {
 	assert.Equal(t, "+OK\r\n", got)
 }
 
+// Withhold loses what one connection reads meanwhile, on that connection alone: the command ran, its reply never
+// comes (Restore does not bring it), and the proxy's other connections go on.
+func TestWithholdLosesTheRepliesOfOneConnection(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	p := Start(t, srv.Addr())
+	a, b := dial(t, p.Addr()), dial(t, p.Addr())
+	a.wantPong(t)
+	b.wantPong(t)
+	p.Withhold(Downstream)
+	a.send("SET", "k", "v")
+	_, err := a.line(200 * time.Millisecond)
+	require.True(t, isTimeout(err), "reply must be withheld: %v", err)
+	v, err := srv.DoString(ctx(t), "GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v, "the request went through")
+	p.Restore()
+	b.wantPong(t)
+	_, err = a.line(200 * time.Millisecond)
+	require.True(t, isTimeout(err), "a withheld reply must stay withheld after Restore: %v", err)
+
+	// Release ends the withholding of what comes next, as Restore does.
+	p.Withhold(Downstream)
+	p.Release(Downstream)
+	b.wantPong(t)
+}
+
 func TestDropAllClosesBothSides(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
