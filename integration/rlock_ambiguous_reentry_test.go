@@ -215,3 +215,83 @@ func TestReentryOfAHoldEndingInFlightLeavesNothing(t *testing.T) {
 		t.Fatalf("Stats = %+v, want nothing held", s)
 	}
 }
+
+// A re-entry whose wait runs out in flight leaves its caller with an unknown outcome while it is still pending; it
+// ran, and its reply is lost with its connection. Meanwhile the caller re-enters again on another connection, and
+// that reply counts the lost grant too. The client must record only the hold its caller has: the lost grant is
+// released, and the caller's two Unlocks (its first hold and the second re-entry) leave nothing behind.
+func TestReentryBesideAnUnansweredReentryCountsOnlyItsOwnHold(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 100 * time.Millisecond})
+	r.px.Withhold(faultproxy.Downstream) // the reply to the next command never comes
+	_, err := r.l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
+	r.px.Restore()
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !ou.Releasing {
+		t.Fatalf("re-entry = %v, want an *OutcomeUnknownError (Releasing)", err)
+	}
+	if got := r.serverCount(t); got != "2" {
+		t.Fatalf("server count %q, want 2: the re-entry did not run", got)
+	}
+	again, err := r.l.Lock(r.held) // on another connection: the first still awaits its reply
+	if err != nil || again != r.held {
+		t.Fatalf("second re-entry = %v, %v; want the held context", again, err)
+	}
+	// The first re-entry's connection is reset at its response timeout, and its grant released after RetryDelay.
+	for deadline := time.Now().Add(5 * time.Second); r.serverCount(t) != "2" || r.c.Stats().OrphansReleased != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unanswered re-entry's grant was not released: server count %q, %+v", r.serverCount(t),
+				r.c.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n, err := r.l.HoldCount(r.held); err != nil || n != 2 {
+		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	}
+	if err := r.l.Unlock(r.held); err != nil {
+		t.Fatalf("first Unlock: %v", err)
+	}
+	r.unlockFrees(t)
+}
+
+// The same for a first hold: an owner that holds another lock (a held context of "re") acquires "nested", the
+// attempt's wait runs out unanswered, and the caller tries again on another connection, which the first attempt's
+// grant makes the owner's second hold on the server. The caller's one hold is what the client records: the lost
+// grant is released, and one Unlock frees the lock.
+func TestRetryBesideAnUnansweredAcquireCountsOnlyItsOwnHold(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 100 * time.Millisecond})
+	l := r.c.Lock("nested")
+	r.px.Withhold(faultproxy.Downstream)
+	_, err := l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
+	r.px.Restore()
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !ou.Releasing {
+		t.Fatalf("acquire = %v, want an *OutcomeUnknownError (Releasing)", err)
+	}
+	owner := mustOwner(t, r.held)
+	count := func() string { return hgetall(t, r.srv, "nested")[owner] }
+	if got := count(); got != "1" {
+		t.Fatalf("server count %q, want 1: the acquire did not run", got)
+	}
+	held, err := l.Lock(r.held)
+	if err != nil {
+		t.Fatalf("second acquire: %v", err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); count() != "1" || r.c.Stats().OrphansReleased != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unanswered acquire's grant was not released: server count %q, %+v", count(), r.c.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n, err := l.HoldCount(held); err != nil || n != 1 {
+		t.Fatalf("HoldCount = %d, %v; want 1", n, err)
+	}
+	if err := l.Unlock(held); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "nested"); err != nil || n != 0 {
+		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "nested"))
+	}
+	if held.Err() == nil {
+		t.Fatal("the held context is still live after the caller's only Unlock")
+	}
+}

@@ -114,11 +114,12 @@ func (c *Client) newHoldLocked(sh *shard, kind holdKind, name, own string, paren
 	return h, nil
 }
 
-// reenterLocked records a re-entry granted to an existing hold: the server's count, and the lease the acquire
-// re-armed. A watchdog re-entry of a lease lock starts the watchdog (as Redisson's scheduleExpirationRenewal does).
+// reenterLocked records a re-entry granted to an existing hold: its new count (the server's for a pinned owner,
+// one more than recorded otherwise: lockCall.grantLocked), and the lease the acquire re-armed. A watchdog re-entry
+// of a lease lock starts the watchdog (as Redisson's scheduleExpirationRenewal does).
 func (h *hold) reenterLocked(count int64, lease time.Duration, watchdog bool, sentAt time.Duration) error {
-	// Replies of concurrent re-entries (an owner shared by goroutines) may arrive out of order: the server's count
-	// only grows across them, so the largest is the latest.
+	// Replies of concurrent re-entries of a pinned owner (shared by goroutines, or Clients) may arrive out of
+	// order: the server's count only grows across them, so the largest is the latest.
 	h.count = max(h.count, int32(count))
 	h.lease = lease
 	// The plain layout's PEXPIRE sets the lease (it may shorten it); a read-write lock's acquire keeps the longer.

@@ -219,9 +219,13 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	}
 	if h := lc.heldLocked(); h != nil && h.state == holdHeld {
 		count := o.count
-		if lc.sh.doubts != nil && lc.sh.doubtOfLocked(h) != 0 {
-			// The server counts holds this client's callers do not believe in (orphan.go): the re-entry adds
-			// one to what they do, and the Unlock that ends them deals with the rest.
+		if !lc.pinned() || (lc.sh.doubts != nil && lc.sh.doubtOfLocked(h) != 0) {
+			// The re-entry adds one to the holds this client's callers believe in. An owner this client made
+			// holds through no other client, so a server count above that is a grant nobody holds: that of
+			// another attempt of the owner whose caller was told that its outcome is unknown, still in flight
+			// (its release, when it fails, expects the recorded count plus that grant), or one whose release could
+			// not be confirmed (a doubt, which the Unlock that ends the owner's holds deals with). Recording it
+			// would keep the hold held after its callers' last Unlock.
 			count = int64(h.count) + 1
 		}
 		return h, h.reenterLocked(count, lease, lc.watchdog, lc.sentAt)
@@ -235,7 +239,14 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 			return nil, context.Canceled
 		}
 	}
-	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, o.count, lease, lc.watchdog, lc.sentAt)
+	count := o.count
+	if !lc.pinned() {
+		// The caller's first hold through this client. More on the server, for an owner this client made, are
+		// grants nobody holds (an attempt of the owner whose outcome was unknown to its caller, still in flight):
+		// their own releases take them back, and recording them would keep the hold held after its caller's Unlock.
+		count = 1
+	}
+	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, count, lease, lc.watchdog, lc.sentAt)
 	if h != nil && lc.watchdog {
 		h.lease = lc.lease // what a partial release re-arms: the watchdog's lease, whatever the grant applied
 	}
