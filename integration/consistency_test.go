@@ -298,12 +298,14 @@ func (r *ccRun) work(ctx context.Context, g int, c *rlock.Client) {
 	for !r.stop.Load() && ctx.Err() == nil {
 		tg := ccTargets[rng.IntN(len(ccTargets))]
 		l := tg.handle(c)
-		held, err := r.acquire(ctx, rng, l)
+		held, form, err := r.acquire(ctx, rng, l)
 		r.check(ctx, tg.name)
 		if err != nil {
 			continue
 		}
 		owner, _ := rlock.OwnerOf(held)
+		// What this session did, for a disagreement to show.
+		hist := []string{form + ": held"}
 		id := holdID{tg.name, owner}
 		if tg.write {
 			id.field += ":write"
@@ -311,7 +313,8 @@ func (r *ccRun) work(ctx context.Context, g int, c *rlock.Client) {
 		count := 1
 		r.beliefs.set(id, held, count)
 		for range rng.IntN(3) {
-			switch again := r.reenter(ctx, rng, l, held); {
+			again, form, err := r.reenter(ctx, rng, l, held)
+			switch {
 			case again == held:
 				count++
 			case again != nil:
@@ -319,6 +322,7 @@ func (r *ccRun) work(ctx context.Context, g int, c *rlock.Client) {
 				// a held context of its own.
 				held, count = again, 1
 			}
+			hist = append(hist, fmt.Sprintf("re-entry by %s: %s, count %d", form, errText(err), count))
 			r.beliefs.set(id, held, count)
 			r.check(ctx, tg.name)
 		}
@@ -342,32 +346,41 @@ func (r *ccRun) work(ctx context.Context, g int, c *rlock.Client) {
 				r.counts.other(err)
 				count--
 			}
+			hist = append(hist, fmt.Sprintf("Unlock: %s, count %d", errText(err), count))
 			r.beliefs.set(id, held, count)
 			r.check(ctx, tg.name)
 		}
 		if held.Err() == nil {
-			r.disagree("%s: the held context of %s is still live after its last Unlock", tg.name, owner)
+			r.disagree("%s: the held context of %s is still live after its last Unlock (%s)", tg.name, owner,
+				strings.Join(hist, "; "))
 		}
 	}
 }
 
 // acquire takes l in a random form: Lock, TryLock (with a wait, and a lease or the watchdog), LockLease, or
-// LockAsync whose Get gives up soon and which is then abandoned by cancelling its context.
-func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (context.Context, error) {
+// LockAsync whose Get gives up soon and which is then abandoned by cancelling its context. It returns the form's
+// name too.
+func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (context.Context, string, error) {
 	acq, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var held context.Context
 	var err error
+	var form string
 	switch rng.IntN(5) {
 	case 0:
+		form = "Lock"
 		held, err = l.Lock(acq)
 	case 1:
+		form = "TryLock (watchdog)"
 		held, err = l.TryLock(acq, time.Duration(rng.IntN(300))*time.Millisecond, 0)
 	case 2:
+		form = "TryLock (lease)"
 		held, err = l.TryLock(acq, time.Duration(rng.IntN(300))*time.Millisecond, ccLease(rng))
 	case 3:
+		form = "LockLease"
 		held, err = l.LockLease(acq, ccLease(rng))
 	default:
+		form = "LockAsync"
 		f := l.LockAsync(acq)
 		wait, stop := context.WithTimeout(ctx, time.Duration(1+rng.IntN(30))*time.Millisecond)
 		held, err = f.Get(wait)
@@ -377,6 +390,7 @@ func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (conte
 			// completed just after Get gave up, with a grant the caller must take and unlock.
 			if !f.IsDone() {
 				r.counts.abandoned.Add(1)
+				form = "LockAsync (abandoned)"
 				cancel() // abandon it: a grant that came first is the caller's, a later one the client gives back
 			}
 			held, err = f.Get(ctx)
@@ -384,25 +398,36 @@ func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (conte
 	}
 	r.counts.ops.Add(1)
 	r.classify(err)
-	return held, err
+	return held, form, err
 }
 
 // reenter re-enters l with held and returns the held context the call returned (held itself, or a new one when
-// held had ended), nil when it failed.
-func (r *ccRun) reenter(ctx context.Context, rng *rand.Rand, l ccLockAPI, held context.Context) context.Context {
+// held had ended), nil when it failed; and the form's name and the call's error.
+func (r *ccRun) reenter(ctx context.Context, rng *rand.Rand, l ccLockAPI,
+	held context.Context) (context.Context, string, error) {
 	var again context.Context
 	var err error
+	form := "Lock"
 	if rng.IntN(2) == 0 {
 		again, err = l.Lock(held)
 	} else {
+		form = "TryLock (lease)"
 		again, err = l.TryLock(held, 0, ccLease(rng))
 	}
 	r.counts.ops.Add(1)
 	r.classify(err)
 	if err != nil {
-		return nil
+		return nil, form, err
 	}
-	return again
+	return again, form, nil
+}
+
+// errText is err's text for a session's history, "ok" for nil.
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 // classify counts an acquire's outcome.
