@@ -295,3 +295,50 @@ func TestRetryBesideAnUnansweredAcquireCountsOnlyItsOwnHold(t *testing.T) {
 		t.Fatal("the held context is still live after the caller's only Unlock")
 	}
 }
+
+// The release of an unanswered attempt's grant, sent without a hold to go by (the attempt failed before the
+// caller tried again), runs after the retry was granted: it finds the owner holding two, one more than it
+// expects, and concludes that the attempt granted nothing. The client records the retry as the caller's one hold
+// and doubts the other, so the Unlock that ends the caller's hold releases both.
+func TestUnlockReleasesAGrantTheLostAttemptsReleaseMissed(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 2 * time.Second})
+	l := r.c.Lock("nested")
+	dialled := r.px.Accepted()
+	r.px.Withhold(faultproxy.Downstream)
+	_, err := l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
+	r.px.Restore()
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !ou.Releasing {
+		t.Fatalf("acquire = %v, want an *OutcomeUnknownError (Releasing)", err)
+	}
+	// At its response timeout (1 s) the attempt's connection is reset, which the client makes again at once; the
+	// lost grant's release is due RetryDelay later.
+	eventually(t, 5*time.Second, "the unanswered attempt's connection to be made again", func() bool {
+		return r.px.Accepted() > dialled
+	})
+	held, err := l.Lock(r.held)
+	if err != nil {
+		t.Fatalf("second acquire: %v", err)
+	}
+	owner := mustOwner(t, r.held)
+	if got := hgetall(t, r.srv, "nested")[owner]; got != "2" {
+		t.Fatalf("server count %q, want 2", got)
+	}
+	mark := callsOf(t, r.srv, "evalsha")
+	eventually(t, 5*time.Second, "the lost grant's release", func() bool { return callsOf(t, r.srv, "evalsha") > mark })
+	if got := hgetall(t, r.srv, "nested")[owner]; got != "2" {
+		t.Fatalf("server count %q after the lost grant's release, want 2", got)
+	}
+	if err := l.Unlock(held); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "nested"); err != nil || n != 0 {
+		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "nested"))
+	}
+	if held.Err() == nil {
+		t.Fatal("the held context is still live after the caller's only Unlock")
+	}
+	if s := r.c.Stats(); s.OrphansReleased != 1 {
+		t.Fatalf("Stats = %+v, want one orphan released", s)
+	}
+}

@@ -242,13 +242,18 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	count := o.count
 	if !lc.pinned() {
 		// The caller's first hold through this client. More on the server, for an owner this client made, are
-		// grants nobody holds (an attempt of the owner whose outcome was unknown to its caller, still in flight):
-		// their own releases take them back, and recording them would keep the hold held after its caller's Unlock.
+		// grants nobody holds (an attempt of the owner whose outcome was unknown to its caller): recording them
+		// would keep the hold held after its caller's Unlock. They are doubted instead: the release of such a
+		// grant, sent without a hold to go by, may have found this hold's grant too and taken the count for the
+		// caller's, and the Unlock that ends the owner's holds here releases what is left.
 		count = 1
 	}
 	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, count, lease, lc.watchdog, lc.sentAt)
 	if h != nil && lc.watchdog {
 		h.lease = lc.lease // what a partial release re-arms: the watchdog's lease, whatever the grant applied
+	}
+	if h != nil && o.count > count {
+		lc.sh.doubtLocked(h, doubtOwned)
 	}
 	return h, err
 }
