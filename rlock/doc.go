@@ -196,6 +196,9 @@
 // made for the call; the recorded count plus one for a re-entry, which so also tells the client the owner's true
 // count), so a server that never ran the acquire changes nothing, and it is sent again after every failure until
 // the server answers or the grant's lease has passed. A re-entry's release goes before the owner's later commands.
+// For an owner it made, the client records the holds its callers were granted, never more: a grant whose reply
+// counts more (an attempt of the owner whose caller was told the outcome is unknown ran before it) does not record
+// them, and they are released by that attempt's release or by the Unlock that ends the owner's holds here.
 // An owner pinned with WithOwner may hold the lock through other Clients, whose holds cannot be told from the
 // grant: it is left to its lease, and the Unlock that ends the owner's holds here returns a *StillHeldError if the
 // server holds more. A hold whose Unlock failed on the transport is orphaned the same way and released in the
