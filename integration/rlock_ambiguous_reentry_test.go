@@ -342,3 +342,30 @@ func TestUnlockReleasesAGrantTheLostAttemptsReleaseMissed(t *testing.T) {
 		t.Fatalf("Stats = %+v, want one orphan released", s)
 	}
 }
+
+// A re-entry's wait runs out in flight, its caller unlocks its one hold while the attempt is still pending, and
+// then the attempt's grant arrives. The client gives that grant back before the caller's release, so that the
+// caller's Unlock ends the held context and leaves nothing on the server.
+func TestUnlockBehindALateReentryGrantEndsTheHold(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{})
+	r.px.Stall(faultproxy.Downstream) // replies wait in the proxy, within the response timeout (1 s)
+	_, err := r.l.TryLock(r.held, 50*time.Millisecond, 0)
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !ou.Releasing {
+		t.Fatalf("re-entry = %v, want an *OutcomeUnknownError (Releasing)", err)
+	}
+	unlocked := r.l.UnlockAsync(r.held) // waits for the attempt in flight
+	r.px.Restore()                      // the attempt's grant arrives, then the release's reply
+	if _, err := unlocked.Get(r.ctx); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if held := r.held.Err(); held == nil {
+		t.Fatal("the held context is still live after the caller's only Unlock returned")
+	}
+	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "re"); err != nil || n != 0 {
+		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "re"))
+	}
+	if s := r.c.Stats(); s.Held != 0 || s.OrphansReleased != 1 {
+		t.Fatalf("Stats = %+v, want nothing held and one orphan released", s)
+	}
+}

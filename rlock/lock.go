@@ -173,5 +173,5 @@ func (lo *lockObject) release(held context.Context, op string, blocking bool) (*
 	if own.id == "" {
 		return nil, ErrNotHeld
 	}
-	return c.unlock(lo.kind, lo.name, lo.sh, own.id, own.hold, blocking), nil
+	return c.unlock(lo.kind, lo.name, lo.sh, own.id, own.hold, blocking, false), nil
 }

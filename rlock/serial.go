@@ -36,10 +36,14 @@ func (sh *shard) busyLocked(h *hold) bool {
 	return s != nil && (s.acquires > 0 || len(s.waiting) > 0)
 }
 
-// queueReleaseLocked queues op, a release of h, to be begun and sent when nothing else of its owner is in flight.
-// The shard mutex is held.
-func (sh *shard) queueReleaseLocked(h *hold, op *unlockOp) {
+// queueReleaseLocked queues op, a release of h, to be begun and sent when nothing else of its owner is in flight:
+// after the releases queued before it, or before them when ahead. The shard mutex is held.
+func (sh *shard) queueReleaseLocked(h *hold, op *unlockOp, ahead bool) {
 	s := sh.serialOfLocked(h.key())
+	if ahead {
+		s.waiting = append([]*unlockOp{op}, s.waiting...)
+		return
+	}
 	s.waiting = append(s.waiting, op)
 }
 

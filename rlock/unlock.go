@@ -93,9 +93,10 @@ func (op *unlockOp) relay() *future.Relay {
 // held context is (nil if none): when it is a hold of this very lock that is still held, it is the one the map
 // has, and the lookup is skipped. blocking says that the caller waits with Get on the op's future at once (a
 // blocking Unlock) and then calls waited: the release's replies are left to that Get, and the op is recycled
-// (syncUnlockOp). It does not block.
+// (syncUnlockOp). ahead puts the release before the owner's releases queued meanwhile, when it must wait: the
+// give-back of a grant its caller never saw, which the releases its callers make do not count. It does not block.
 func (c *Client) unlock(kind holdKind, name string, sh *shard, owner string, via *hold,
-	blocking bool) *unlockOp {
+	blocking, ahead bool) *unlockOp {
 	var op *unlockOp
 	if blocking {
 		op = &newSyncUnlockOp().unlockOp
@@ -115,7 +116,7 @@ func (c *Client) unlock(kind holdKind, name string, sh *shard, owner string, via
 	}
 	if h != nil && h.state == holdHeld && sh.busyLocked(h) {
 		// Another command that changes the owner's count is in flight: this release goes after it (serial.go).
-		sh.queueReleaseLocked(h, op)
+		sh.queueReleaseLocked(h, op, ahead)
 		sh.mu.Unlock()
 		return op
 	}
@@ -201,7 +202,9 @@ func (c *Client) unlockHeld(held context.Context) {
 	if !ok || c.closed.Load() {
 		return
 	}
-	op := c.unlock(h.kind, h.name, c.shard(h.name), h.owner, h, false)
+	// A re-entry's grant goes back before the releases its owner's callers queued meanwhile: those end the holds
+	// they were granted, and the last of them ends the held context (orphan_reentry.go does the same).
+	op := c.unlock(h.kind, h.name, c.shard(h.name), h.owner, h, false, true)
 	op.p.Future().OnComplete(func(_ struct{}, err error) {
 		switch {
 		case err == nil:
