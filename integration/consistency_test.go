@@ -401,18 +401,25 @@ func (r *ccRun) acquire(ctx context.Context, rng *rand.Rand, l ccLockAPI) (conte
 	return held, form, err
 }
 
-// reenter re-enters l with held and returns the held context the call returned (held itself, or a new one when
-// held had ended), nil when it failed; and the form's name and the call's error.
+// reenter re-enters l with held — by Lock, by TryLock without a wait, or by TryLock with a short wait — and
+// returns the held context the call returned (held itself, or a new one when held had ended), nil when it failed;
+// and the form's name and the call's error.
 func (r *ccRun) reenter(ctx context.Context, rng *rand.Rand, l ccLockAPI,
 	held context.Context) (context.Context, string, error) {
 	var again context.Context
 	var err error
 	form := "Lock"
-	if rng.IntN(2) == 0 {
+	switch rng.IntN(3) {
+	case 0:
 		again, err = l.Lock(held)
-	} else {
+	case 1:
 		form = "TryLock (lease)"
 		again, err = l.TryLock(held, 0, ccLease(rng))
+	default:
+		// A wait that may run out while the attempt is in flight: the caller is then told that the outcome is
+		// unknown while the attempt is still pending, and may re-enter again beside it.
+		form = "TryLock (wait)"
+		again, err = l.TryLock(held, time.Duration(1+rng.IntN(50))*time.Millisecond, 0)
 	}
 	r.counts.ops.Add(1)
 	r.classify(err)
