@@ -70,17 +70,58 @@ func (r *reentryRig) reenterLost(t *testing.T, fault faultproxy.Direction, relea
 // unlockFrees unlocks once and checks that nothing is left on the server and the held context ended.
 func (r *reentryRig) unlockFrees(t *testing.T) {
 	t.Helper()
-	if err := r.l.Unlock(r.held); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "re"); err != nil || n != 0 {
-		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "re"))
-	}
+	r.unlockLeavesNothing(t, r.l, "re", r.held)
 	if cause := context.Cause(r.held); !errors.Is(cause, rlock.ErrReleased) {
 		t.Fatalf("held context: cause %v, want ErrReleased", cause)
 	}
 	if s := r.c.Stats(); s.Held != 0 || s.OrphansExpired != 0 {
 		t.Fatalf("Stats = %+v", s)
+	}
+}
+
+// unansweredTry acquires l as the holder's owner with a 100 ms wait while the proxy withholds the attempt's reply
+// on its connection: the wait runs out in flight, and the caller is told that the outcome is unknown while the
+// attempt, which ran, is still pending (until its connection is reset at the response timeout).
+func (r *reentryRig) unansweredTry(t *testing.T, l *rlock.Lock) {
+	t.Helper()
+	r.px.Withhold(faultproxy.Downstream)
+	_, err := l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
+	r.px.Restore()
+	wantUnknownReleasing(t, err)
+}
+
+// wantUnknownReleasing checks that an acquire's outcome was unknown and that the client releases its grant.
+func wantUnknownReleasing(t *testing.T, err error) {
+	t.Helper()
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !ou.Releasing {
+		t.Fatalf("acquire = %v, want an *OutcomeUnknownError (Releasing)", err)
+	}
+}
+
+// orphanReleasedTo waits until the client released one orphaned grant and count reports want.
+func (r *reentryRig) orphanReleasedTo(t *testing.T, count func() string, want string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); count() != want || r.c.Stats().OrphansReleased != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unanswered attempt's grant was not released: server count %q (want %q), %+v", count(),
+				want, r.c.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// unlockLeavesNothing unlocks held once and checks that name is gone from the server and held has ended.
+func (r *reentryRig) unlockLeavesNothing(t *testing.T, l *rlock.Lock, name string, held context.Context) {
+	t.Helper()
+	if err := l.Unlock(held); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+	if n, err := r.srv.DoInt(r.ctx, "EXISTS", name); err != nil || n != 0 {
+		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, name))
+	}
+	if held.Err() == nil {
+		t.Fatal("the held context is still live after the caller's only Unlock")
 	}
 }
 
@@ -222,13 +263,7 @@ func TestReentryOfAHoldEndingInFlightLeavesNothing(t *testing.T) {
 // released, and the caller's two Unlocks (its first hold and the second re-entry) leave nothing behind.
 func TestReentryBesideAnUnansweredReentryCountsOnlyItsOwnHold(t *testing.T) {
 	r := newReentryRig(t, false, rlock.Config{RetryDelay: 100 * time.Millisecond})
-	r.px.Withhold(faultproxy.Downstream) // the reply to the next command never comes
-	_, err := r.l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
-	r.px.Restore()
-	var ou *rlock.OutcomeUnknownError
-	if !errors.As(err, &ou) || !ou.Releasing {
-		t.Fatalf("re-entry = %v, want an *OutcomeUnknownError (Releasing)", err)
-	}
+	r.unansweredTry(t, r.l)
 	if got := r.serverCount(t); got != "2" {
 		t.Fatalf("server count %q, want 2: the re-entry did not run", got)
 	}
@@ -237,13 +272,7 @@ func TestReentryBesideAnUnansweredReentryCountsOnlyItsOwnHold(t *testing.T) {
 		t.Fatalf("second re-entry = %v, %v; want the held context", again, err)
 	}
 	// The first re-entry's connection is reset at its response timeout, and its grant released after RetryDelay.
-	for deadline := time.Now().Add(5 * time.Second); r.serverCount(t) != "2" || r.c.Stats().OrphansReleased != 1; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the unanswered re-entry's grant was not released: server count %q, %+v", r.serverCount(t),
-				r.c.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	r.orphanReleasedTo(t, func() string { return r.serverCount(t) }, "2")
 	if n, err := r.l.HoldCount(r.held); err != nil || n != 2 {
 		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
 	}
@@ -260,13 +289,7 @@ func TestReentryBesideAnUnansweredReentryCountsOnlyItsOwnHold(t *testing.T) {
 func TestRetryBesideAnUnansweredAcquireCountsOnlyItsOwnHold(t *testing.T) {
 	r := newReentryRig(t, false, rlock.Config{RetryDelay: 100 * time.Millisecond})
 	l := r.c.Lock("nested")
-	r.px.Withhold(faultproxy.Downstream)
-	_, err := l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
-	r.px.Restore()
-	var ou *rlock.OutcomeUnknownError
-	if !errors.As(err, &ou) || !ou.Releasing {
-		t.Fatalf("acquire = %v, want an *OutcomeUnknownError (Releasing)", err)
-	}
+	r.unansweredTry(t, l)
 	owner := mustOwner(t, r.held)
 	count := func() string { return hgetall(t, r.srv, "nested")[owner] }
 	if got := count(); got != "1" {
@@ -276,24 +299,11 @@ func TestRetryBesideAnUnansweredAcquireCountsOnlyItsOwnHold(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second acquire: %v", err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); count() != "1" || r.c.Stats().OrphansReleased != 1; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the unanswered acquire's grant was not released: server count %q, %+v", count(), r.c.Stats())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	r.orphanReleasedTo(t, count, "1")
 	if n, err := l.HoldCount(held); err != nil || n != 1 {
 		t.Fatalf("HoldCount = %d, %v; want 1", n, err)
 	}
-	if err := l.Unlock(held); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "nested"); err != nil || n != 0 {
-		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "nested"))
-	}
-	if held.Err() == nil {
-		t.Fatal("the held context is still live after the caller's only Unlock")
-	}
+	r.unlockLeavesNothing(t, l, "nested", held)
 }
 
 // The release of an unanswered attempt's grant, sent without a hold to go by (the attempt failed before the
@@ -304,13 +314,7 @@ func TestUnlockReleasesAGrantTheLostAttemptsReleaseMissed(t *testing.T) {
 	r := newReentryRig(t, false, rlock.Config{RetryDelay: 2 * time.Second})
 	l := r.c.Lock("nested")
 	dialled := r.px.Accepted()
-	r.px.Withhold(faultproxy.Downstream)
-	_, err := l.TryLock(r.held, 100*time.Millisecond, 10*time.Second)
-	r.px.Restore()
-	var ou *rlock.OutcomeUnknownError
-	if !errors.As(err, &ou) || !ou.Releasing {
-		t.Fatalf("acquire = %v, want an *OutcomeUnknownError (Releasing)", err)
-	}
+	r.unansweredTry(t, l)
 	// At its response timeout (1 s) the attempt's connection is reset, which the client makes again at once; the
 	// lost grant's release is due RetryDelay later.
 	eventually(t, 5*time.Second, "the unanswered attempt's connection to be made again", func() bool {
@@ -329,15 +333,7 @@ func TestUnlockReleasesAGrantTheLostAttemptsReleaseMissed(t *testing.T) {
 	if got := hgetall(t, r.srv, "nested")[owner]; got != "2" {
 		t.Fatalf("server count %q after the lost grant's release, want 2", got)
 	}
-	if err := l.Unlock(held); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
-	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "nested"); err != nil || n != 0 {
-		t.Fatalf("the lock is still on the server after the caller's only Unlock: %v", hgetall(t, r.srv, "nested"))
-	}
-	if held.Err() == nil {
-		t.Fatal("the held context is still live after the caller's only Unlock")
-	}
+	r.unlockLeavesNothing(t, l, "nested", held)
 	if s := r.c.Stats(); s.OrphansReleased != 1 {
 		t.Fatalf("Stats = %+v, want one orphan released", s)
 	}
@@ -350,16 +346,13 @@ func TestUnlockBehindALateReentryGrantEndsTheHold(t *testing.T) {
 	r := newReentryRig(t, false, rlock.Config{})
 	r.px.Stall(faultproxy.Downstream) // replies wait in the proxy, within the response timeout (1 s)
 	_, err := r.l.TryLock(r.held, 50*time.Millisecond, 0)
-	var ou *rlock.OutcomeUnknownError
-	if !errors.As(err, &ou) || !ou.Releasing {
-		t.Fatalf("re-entry = %v, want an *OutcomeUnknownError (Releasing)", err)
-	}
+	wantUnknownReleasing(t, err)
 	unlocked := r.l.UnlockAsync(r.held) // waits for the attempt in flight
 	r.px.Restore()                      // the attempt's grant arrives, then the release's reply
 	if _, err := unlocked.Get(r.ctx); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
-	if held := r.held.Err(); held == nil {
+	if r.held.Err() == nil {
 		t.Fatal("the held context is still live after the caller's only Unlock returned")
 	}
 	if n, err := r.srv.DoInt(r.ctx, "EXISTS", "re"); err != nil || n != 0 {
