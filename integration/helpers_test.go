@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,39 +159,52 @@ func inParallel(t testing.TB, n int, fn func(i int) error) {
 	}
 }
 
-// commandCalls sums the server's command counts (every master's, on a deployment), leaving out the ones a test,
-// an idle connection or a topology refresh sends (INFO, PING, connection set-up, ROLE, CLUSTER SHARDS, COMMAND
-// INFO, the test's PUBSUB and CONFIG): what is left is what the client sent.
-func commandCalls(t testing.TB, srv server) int64 {
+// commandCounts counts the server's commands by name (every master's, on a deployment), leaving out the ones a
+// test, an idle connection, a replica or a topology refresh sends (INFO, PING, connection set-up, ROLE, CLUSTER
+// SHARDS, COMMAND INFO, PSYNC and REPLCONF, the test's PUBSUB and CONFIG): what is left is what the client sent.
+func commandCounts(t testing.TB, srv server) map[string]int64 {
 	t.Helper()
+	counts := make(map[string]int64)
 	if d, ok := srv.(*deployment); ok {
 		ms, err := d.masters(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sum int64
 		for _, m := range ms {
-			sum += commandCalls(t, m)
+			for name, n := range commandCounts(t, m) {
+				counts[name] += n
+			}
 		}
-		return sum
+		return counts
 	}
 	info, err := srv.Info(context.Background(), "commandstats")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum int64
 	for k, v := range info {
 		name := strings.TrimPrefix(k, "cmdstat_")
 		switch {
 		case name == k, name == "info", name == "ping", name == "client|setname", name == "hello", name == "select",
-			name == "role", name == "readonly",
+			name == "role", name == "readonly", name == "psync", name == "sync", name == "replconf",
 			strings.HasPrefix(name, "cluster|"), strings.HasPrefix(name, "command|"), strings.HasPrefix(name, "pubsub|"),
 			strings.HasPrefix(name, "config|"):
 			continue
 		}
 		calls := strings.TrimPrefix(strings.SplitN(v, ",", 2)[0], "calls=")
 		n, _ := strconv.ParseInt(calls, 10, 64)
-		sum += n
+		counts[name] = n
 	}
-	return sum
+	return counts
+}
+
+// commandsSince names the commands counted in after and not in before ("evalsha×2 get×1"), for a failure message.
+func commandsSince(before, after map[string]int64) string {
+	var parts []string
+	for name, n := range after {
+		if d := n - before[name]; d != 0 {
+			parts = append(parts, fmt.Sprintf("%s×%d", name, d))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
 }

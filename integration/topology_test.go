@@ -343,7 +343,7 @@ func (d *deployment) DoMap(ctx context.Context, args ...string) (map[string]stri
 	return m, nil
 }
 
-// Info runs INFO on the first master. (Tests that count commands use commandCalls, which sums every master.)
+// Info runs INFO on the first master. (Tests that count commands use commandCounts, which counts on every master.)
 func (d *deployment) Info(ctx context.Context, section ...string) (map[string]string, error) {
 	ms, err := d.masters(ctx)
 	if err != nil {
