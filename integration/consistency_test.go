@@ -20,13 +20,14 @@ import (
 	"github.com/locksmith-go/locksmith/rlock"
 )
 
-// The randomized consistency test: a client and the server never disagree about a hold for longer than the
-// package promises, whatever the transport does. Several Clients (each behind its own fault proxy, as separate
-// processes would be) run a mix of Lock, TryLock with wait and lease, re-entry, Unlock, LockAsync with
-// abandonment, FairLock and ReadWriteLock calls on a few names, while faults are injected at random points: the
-// connection dropped after commands were written, replies cut mid-frame or delayed past the response timeout, the
-// pub/sub connection killed. After every call returns, every 100 ms, and at quiescence, the callers' beliefs
-// (live held contexts and their hold counts) are compared with the server's hashes:
+// The randomized consistency test: a client and the server never disagree about a hold for longer than the package
+// promises, whatever the transport does. Several Clients (each behind its own fault proxy, as separate processes would
+// be) run a mix of Lock, TryLock with wait and lease, re-entry, Unlock, LockAsync with abandonment, FairLock and
+// ReadWriteLock calls on a few names, and take a second lock through a held context (the same owner, a first hold of
+// that lock), while faults are injected at random points: the connection dropped after commands were written, replies
+// cut mid-frame or delayed past the response timeout, the pub/sub connection killed. After every call returns, every
+// 100 ms, and at quiescence, the callers' beliefs (live held contexts and their hold counts) are compared with the
+// server's hashes:
 //
 //   - no hold on the server that no live held context believes in, for longer than the orphan-release time
 //     (phantomBound);
@@ -83,6 +84,7 @@ const (
 type ccCounts struct {
 	ops, granted, refused, ctxEnded, otherErrs atomic.Int64
 	ambAcquire, ambUnlock, abandoned           atomic.Int64
+	nested, nestedRetried                      atomic.Int64 // acquires through another lock's held context
 
 	mu     sync.Mutex
 	errors map[string]int // other errors, by their text up to the address
@@ -246,11 +248,13 @@ func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
 	nf, byKind := f.total()
 	amb := r.counts.ambAcquire.Load() + r.counts.ambUnlock.Load()
 	t.Logf("consistency: seed %d, %d clients x %d goroutines, %v: %d operations (%d granted, %d refused, %d "+
-		"context ended, %d async abandoned, %d other errors); %d ambiguities (%d acquires with an unknown outcome, "+
+		"context ended, %d async abandoned, %d other errors; %d through another lock's held context, %d of them "+
+		"again after an unknown outcome); %d ambiguities (%d acquires with an unknown outcome, "+
 		"%d unlocks failed on the transport) from %d faults %v; orphans released %d, left to expire %d; %d checks, "+
 		"%d disagreements; longest discrepancy resolved in time: phantom %v, missing %v",
 		seed, numClients, workersPerClient, ran.Round(time.Second), r.counts.ops.Load(), r.counts.granted.Load(),
 		r.counts.refused.Load(), r.counts.ctxEnded.Load(), r.counts.abandoned.Load(), r.counts.otherErrs.Load(),
+		r.counts.nested.Load(), r.counts.nestedRetried.Load(),
 		amb, r.counts.ambAcquire.Load(), r.counts.ambUnlock.Load(), nf, byKind, released, expired, checks,
 		len(disagreements), longest[phantom].Round(time.Millisecond), longest[missing].Round(time.Millisecond))
 	r.counts.mu.Lock()
@@ -292,68 +296,161 @@ func (r *ccRun) check(ctx context.Context, name string) {
 }
 
 // work runs sessions until the run stops: acquire a lock in one of the ways a caller would, maybe re-enter it,
-// hold it briefly, and unlock every hold it believes in.
+// maybe take a second lock through its held context (the same owner), hold them briefly, and unlock every hold it
+// believes in.
 func (r *ccRun) work(ctx context.Context, g int, c *rlock.Client) {
 	rng := rand.New(rand.NewPCG(r.seed, uint64(g)+100))
 	for !r.stop.Load() && ctx.Err() == nil {
-		tg := ccTargets[rng.IntN(len(ccTargets))]
+		ti := rng.IntN(len(ccTargets))
+		tg := ccTargets[ti]
 		l := tg.handle(c)
 		held, form, err := r.acquire(ctx, rng, l)
 		r.check(ctx, tg.name)
 		if err != nil {
 			continue
 		}
-		owner, _ := rlock.OwnerOf(held)
-		// What this session did, for a disagreement to show.
-		hist := []string{form + ": held"}
-		id := holdID{tg.name, owner}
-		if tg.write {
-			id.field += ":write"
-		}
-		count := 1
-		r.beliefs.set(id, held, count)
-		for range rng.IntN(3) {
-			again, form, err := r.reenter(ctx, rng, l, held)
-			switch {
-			case again == held:
-				count++
-			case again != nil:
-				// held ended meanwhile (its lease ran out, or it was lost): the owner acquired the lock anew, with
-				// a held context of its own.
-				held, count = again, 1
-			}
-			hist = append(hist, fmt.Sprintf("re-entry by %s: %s, count %d", form, errText(err), count))
-			r.beliefs.set(id, held, count)
-			r.check(ctx, tg.name)
+		s := r.newSession(tg, held, form)
+		s.reenter(ctx, rng, l, rng.IntN(3))
+		if rng.IntN(3) == 0 {
+			r.nest(ctx, rng, c, ti, s)
 		}
 		sleepCtx(ctx, time.Duration(rng.IntN(5000))*time.Microsecond) // the work under the lock
-		for count > 0 {
-			err := l.Unlock(held)
-			r.counts.ops.Add(1)
-			var still *rlock.StillHeldError
-			switch {
-			case err == nil:
-				count--
-			case errors.Is(err, rlock.ErrNotHeld):
-				count = 0 // lost (its held context says so)
-			case errors.As(err, &still):
-				r.disagree("%s: Unlock of a hold of this client's own owner left %d holds: %v", tg.name, still.Holds, err)
-				count = 0
-			case errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrUnavailable):
-				r.counts.ambUnlock.Add(1)
-				count-- // the client no longer counts it; what the server may still count is an orphan
-			default:
-				r.counts.other(err)
-				count--
-			}
-			hist = append(hist, fmt.Sprintf("Unlock: %s, count %d", errText(err), count))
-			r.beliefs.set(id, held, count)
-			r.check(ctx, tg.name)
+		s.unlockAll(ctx, l)
+	}
+}
+
+// ccSession is what a caller believes of its holds of one lock, and what it did, for a disagreement to show.
+type ccSession struct {
+	r     *ccRun
+	tg    ccTarget
+	id    holdID
+	owner string
+	held  context.Context
+	count int
+	hist  []string
+}
+
+// newSession starts believing in one hold of tg through held, acquired by form.
+func (r *ccRun) newSession(tg ccTarget, held context.Context, form string) *ccSession {
+	owner, _ := rlock.OwnerOf(held)
+	s := &ccSession{r: r, tg: tg, id: holdID{tg.name, owner}, owner: owner, held: held, count: 1,
+		hist: []string{form + ": held"}}
+	if tg.write {
+		s.id.field += ":write"
+	}
+	r.beliefs.set(s.id, held, 1)
+	return s
+}
+
+// reenter re-enters the session's lock n times.
+func (s *ccSession) reenter(ctx context.Context, rng *rand.Rand, l ccLockAPI, n int) {
+	for range n {
+		again, form, err := s.r.reenter(ctx, rng, l, s.held)
+		switch {
+		case again == s.held:
+			s.count++
+		case again != nil:
+			// held ended meanwhile (its lease ran out, or it was lost): the owner acquired the lock anew, with
+			// a held context of its own.
+			s.held, s.count = again, 1
 		}
-		if held.Err() == nil {
-			r.disagree("%s: the held context of %s is still live after its last Unlock (%s)", tg.name, owner,
-				strings.Join(hist, "; "))
+		s.hist = append(s.hist, fmt.Sprintf("re-entry by %s: %s, count %d", form, errText(err), s.count))
+		s.r.beliefs.set(s.id, s.held, s.count)
+		s.r.check(ctx, s.tg.name)
+	}
+}
+
+// nest takes a second lock through outer's held context, which makes its owner the outer hold's, maybe re-enters
+// it, and unlocks it. Only a lock later in ccNames than the outer one is nested (one order for every caller: no
+// deadlock). A caller told that the outcome is unknown tries once more, as the owner, beside the grant that may be
+// left on the server.
+func (r *ccRun) nest(ctx context.Context, rng *rand.Rand, c *rlock.Client, outer int, s *ccSession) {
+	var later []ccTarget
+	for _, tg := range ccTargets[outer+1:] {
+		if tg.name != s.tg.name {
+			later = append(later, tg)
 		}
+	}
+	if len(later) == 0 {
+		return
+	}
+	tg := later[rng.IntN(len(later))]
+	l := tg.handle(c)
+	for try := 0; try < 2; try++ {
+		r.counts.nested.Add(1)
+		if try > 0 {
+			r.counts.nestedRetried.Add(1)
+		}
+		held, form, err := r.acquireNested(ctx, rng, l, s.held)
+		r.check(ctx, tg.name)
+		s.hist = append(s.hist, fmt.Sprintf("nested %s of %s: %s", form, tg.name, errText(err)))
+		if err == nil {
+			n := r.newSession(tg, held, "nested "+form)
+			n.hist = append(append([]string(nil), s.hist...), n.hist...)
+			n.reenter(ctx, rng, l, rng.IntN(2))
+			n.unlockAll(ctx, l)
+			return
+		}
+		if !errors.Is(err, rlock.ErrOutcomeUnknown) {
+			return
+		}
+	}
+}
+
+// acquireNested takes l through outer, a held context of another lock: by Lock (given up after 2 s), by TryLock
+// with a short wait (which may run out while the attempt is in flight), or by TryLock with a lease.
+func (r *ccRun) acquireNested(ctx context.Context, rng *rand.Rand, l ccLockAPI,
+	outer context.Context) (context.Context, string, error) {
+	var held context.Context
+	var err error
+	var form string
+	switch rng.IntN(3) {
+	case 0:
+		form = "Lock"
+		acq, cancel := context.WithTimeout(outer, 2*time.Second)
+		held, err = l.Lock(acq)
+		cancel()
+	case 1:
+		form = "TryLock (wait)"
+		held, err = l.TryLock(outer, time.Duration(1+rng.IntN(50))*time.Millisecond, 0)
+	default:
+		form = "TryLock (lease)"
+		held, err = l.TryLock(outer, time.Duration(rng.IntN(300))*time.Millisecond, ccLease(rng))
+	}
+	r.counts.ops.Add(1)
+	r.classify(err)
+	return held, form, err
+}
+
+// unlockAll unlocks every hold the session believes in, and checks that its held context then ended.
+func (s *ccSession) unlockAll(ctx context.Context, l ccLockAPI) {
+	r := s.r
+	for s.count > 0 {
+		err := l.Unlock(s.held)
+		r.counts.ops.Add(1)
+		var still *rlock.StillHeldError
+		switch {
+		case err == nil:
+			s.count--
+		case errors.Is(err, rlock.ErrNotHeld):
+			s.count = 0 // lost (its held context says so)
+		case errors.As(err, &still):
+			r.disagree("%s: Unlock of a hold of this client's own owner left %d holds: %v", s.tg.name, still.Holds, err)
+			s.count = 0
+		case errors.Is(err, conn.ErrConnLost) || errors.Is(err, conn.ErrUnavailable):
+			r.counts.ambUnlock.Add(1)
+			s.count-- // the client no longer counts it; what the server may still count is an orphan
+		default:
+			r.counts.other(err)
+			s.count--
+		}
+		s.hist = append(s.hist, fmt.Sprintf("Unlock: %s, count %d", errText(err), s.count))
+		r.beliefs.set(s.id, s.held, s.count)
+		r.check(ctx, s.tg.name)
+	}
+	if s.held.Err() == nil {
+		r.disagree("%s: the held context of %s is still live after its last Unlock (%s)", s.tg.name, s.owner,
+			strings.Join(s.hist, "; "))
 	}
 }
 
