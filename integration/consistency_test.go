@@ -22,12 +22,12 @@ import (
 
 // The randomized consistency test: a client and the server never disagree about a hold for longer than the package
 // promises, whatever the transport does. Several Clients (each behind its own fault proxy, as separate processes would
-// be) run a mix of Lock, TryLock with wait and lease, re-entry, Unlock, LockAsync with abandonment, FairLock and
-// ReadWriteLock calls on a few names, and take a second lock through a held context (the same owner, a first hold of
-// that lock), while faults are injected at random points: the connection dropped after commands were written, replies
-// cut mid-frame or delayed past the response timeout, the pub/sub connection killed. After every call returns, every
-// 100 ms, and at quiescence, the callers' beliefs (live held contexts and their hold counts) are compared with the
-// server's hashes:
+// be) run a mix of Lock, TryLock with wait and lease, re-entry, Unlock, LockAsync with abandonment, FairLock,
+// FencedLock and ReadWriteLock calls on a few names, and take a second lock through a held context (the same owner, a
+// first hold of that lock), while faults are injected at random points: the connection dropped after commands were
+// written, replies cut mid-frame or delayed past the response timeout, the pub/sub connection killed. After every call
+// returns, every 100 ms, and at quiescence, the callers' beliefs (live held contexts and their hold counts) are
+// compared with the server's hashes:
 //
 //   - no hold on the server that no live held context believes in, for longer than the orphan-release time
 //     (phantomBound);
@@ -59,12 +59,37 @@ var ccTargets = []ccTarget{
 	{name: "cc:plain:0", handle: func(c *rlock.Client) ccLockAPI { return c.Lock("cc:plain:0") }},
 	{name: "cc:plain:1", handle: func(c *rlock.Client) ccLockAPI { return c.Lock("cc:plain:1") }},
 	{name: "cc:fair", handle: func(c *rlock.Client) ccLockAPI { return c.FairLock("cc:fair") }},
+	{name: "cc:fenced", handle: func(c *rlock.Client) ccLockAPI { return ccFenced{c.FencedLock("cc:fenced")} }},
 	{name: "cc:rw", handle: func(c *rlock.Client) ccLockAPI { return c.ReadWriteLock("cc:rw").ReadLock() }},
 	{name: "cc:rw", handle: func(c *rlock.Client) ccLockAPI { return c.ReadWriteLock("cc:rw").WriteLock() }, write: true},
 }
 
 // ccNames are the hashes the checker compares.
-var ccNames = []string{"cc:plain:0", "cc:plain:1", "cc:fair", "cc:rw"}
+var ccNames = []string{"cc:plain:0", "cc:plain:1", "cc:fair", "cc:fenced", "cc:rw"}
+
+// ccFenced is a FencedLock seen as the other kinds: its tokens are left out.
+type ccFenced struct{ l *rlock.FencedLock }
+
+func (f ccFenced) Lock(ctx context.Context) (context.Context, error) {
+	held, _, err := f.l.Lock(ctx)
+	return held, err
+}
+
+func (f ccFenced) LockAsync(ctx context.Context) *future.Future[context.Context] {
+	return future.Then(f.l.LockAsync(ctx), func(v rlock.Fence, err error) (context.Context, error) { return v.Held, err })
+}
+
+func (f ccFenced) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
+	held, _, err := f.l.LockLease(ctx, lease)
+	return held, err
+}
+
+func (f ccFenced) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
+	held, _, err := f.l.TryLock(ctx, wait, lease)
+	return held, err
+}
+
+func (f ccFenced) Unlock(held context.Context) error { return f.l.Unlock(held) }
 
 // ccTimings: a short response timeout makes an injected ambiguity cheap; the watchdog and leases are short so
 // that a lease, when it matters, passes within the test.
