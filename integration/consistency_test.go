@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -194,6 +195,7 @@ func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
 	f := &faulter{admin: admin, responseTimeout: ccResponseTimeout, counts: map[string]int{}}
 	const numClients, workersPerClient = 3, 5
 	orphans := &orphanLog{causes: map[string]int{}}
+	panics := &panicLog{}
 	for i := range numClients {
 		px := faultproxy.Start(t, srv.Addr())
 		name := "cc-client-" + strconv.Itoa(i)
@@ -202,7 +204,7 @@ func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
 			Conn: conn.Config{Addr: px.Addr(), ResponseTimeout: ccResponseTimeout, ClientName: name,
 				DialTimeout: time.Second, ReconnectMinBackoff: 10 * time.Millisecond,
 				ReconnectMaxBackoff: 100 * time.Millisecond},
-			WatchdogTimeout: ccWatchdog, RetryDelay: ccRetryDelay, Observer: orphans,
+			WatchdogTimeout: ccWatchdog, RetryDelay: ccRetryDelay, Observer: orphans, Logger: slog.New(panics),
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -285,6 +287,9 @@ func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
 	r.counts.mu.Lock()
 	t.Logf("other errors: %v; orphans left to expire, by cause: %v", r.counts.errors, orphans.causes)
 	r.counts.mu.Unlock()
+	if p := panics.logged(); len(p) > 0 {
+		t.Errorf("seed %d: the clients recovered %d panics:\n  %s", seed, len(p), strings.Join(p, "\n  "))
+	}
 	if len(disagreements) > 0 {
 		t.Errorf("seed %d: %d disagreements between the clients and the server:\n  %s", seed, len(disagreements),
 			strings.Join(disagreements, "\n  "))
