@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,7 +16,6 @@ import (
 	"time"
 
 	"github.com/locksmith-go/locksmith/conn"
-	"github.com/locksmith-go/locksmith/future"
 	"github.com/locksmith-go/locksmith/internal/faultproxy"
 	"github.com/locksmith-go/locksmith/internal/redistest"
 	"github.com/locksmith-go/locksmith/rlock"
@@ -39,59 +39,6 @@ import (
 // Environment: LOCKSMITH_CONSISTENCY_SEED fixes the seed (printed on failure); LOCKSMITH_CONSISTENCY_DURATION
 // (a Go duration) runs that long instead of stopping at the CI thresholds (make soak).
 
-// ccLockAPI is what every lock kind of the test offers.
-type ccLockAPI interface {
-	Lock(ctx context.Context) (context.Context, error)
-	LockAsync(ctx context.Context) *future.Future[context.Context]
-	LockLease(ctx context.Context, lease time.Duration) (context.Context, error)
-	TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error)
-	Unlock(held context.Context) error
-}
-
-// ccTarget is one lock the workers use: its name (the server's hash), how to reach it through a client, and
-// whether its holds are write holds (field "<owner>:write").
-type ccTarget struct {
-	name   string
-	handle func(c *rlock.Client) ccLockAPI
-	write  bool
-}
-
-var ccTargets = []ccTarget{
-	{name: "cc:plain:0", handle: func(c *rlock.Client) ccLockAPI { return c.Lock("cc:plain:0") }},
-	{name: "cc:plain:1", handle: func(c *rlock.Client) ccLockAPI { return c.Lock("cc:plain:1") }},
-	{name: "cc:fair", handle: func(c *rlock.Client) ccLockAPI { return c.FairLock("cc:fair") }},
-	{name: "cc:fenced", handle: func(c *rlock.Client) ccLockAPI { return ccFenced{c.FencedLock("cc:fenced")} }},
-	{name: "cc:rw", handle: func(c *rlock.Client) ccLockAPI { return c.ReadWriteLock("cc:rw").ReadLock() }},
-	{name: "cc:rw", handle: func(c *rlock.Client) ccLockAPI { return c.ReadWriteLock("cc:rw").WriteLock() }, write: true},
-}
-
-// ccNames are the hashes the checker compares.
-var ccNames = []string{"cc:plain:0", "cc:plain:1", "cc:fair", "cc:fenced", "cc:rw"}
-
-// ccFenced is a FencedLock seen as the other kinds: its tokens are left out.
-type ccFenced struct{ l *rlock.FencedLock }
-
-func (f ccFenced) Lock(ctx context.Context) (context.Context, error) {
-	held, _, err := f.l.Lock(ctx)
-	return held, err
-}
-
-func (f ccFenced) LockAsync(ctx context.Context) *future.Future[context.Context] {
-	return future.Then(f.l.LockAsync(ctx), func(v rlock.Fence, err error) (context.Context, error) { return v.Held, err })
-}
-
-func (f ccFenced) LockLease(ctx context.Context, lease time.Duration) (context.Context, error) {
-	held, _, err := f.l.LockLease(ctx, lease)
-	return held, err
-}
-
-func (f ccFenced) TryLock(ctx context.Context, wait, lease time.Duration) (context.Context, error) {
-	held, _, err := f.l.TryLock(ctx, wait, lease)
-	return held, err
-}
-
-func (f ccFenced) Unlock(held context.Context) error { return f.l.Unlock(held) }
-
 // ccTimings: a short response timeout makes an injected ambiguity cheap; the watchdog and leases are short so
 // that a lease, when it matters, passes within the test.
 const (
@@ -104,6 +51,9 @@ const (
 	ccPhantomBound = 5 * time.Second
 	// missingBound is the longest lease a hold of the test has (the watchdog's), and a second for the last reply.
 	ccMissingBound = ccWatchdog + time.Second
+	// hangBound is how long a session may take to end once the run stops: its calls are bounded by their
+	// contexts (2 s), their waits and the transport's timeouts and retries, well within it.
+	ccHangBound = time.Minute
 )
 
 // ccCounts are the run's counts.
@@ -235,7 +185,19 @@ func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
 	}
 	ran := time.Since(start)
 	r.stop.Store(true)
-	workers.Wait()
+	finished := make(chan struct{})
+	go func() { workers.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(ccHangBound):
+		// Written at once: a hung call may hang the clients' Close in the cleanup too, and the log with it.
+		pprof.Lookup("goroutine").WriteTo(os.Stderr, 2)
+		for _, p := range panics.logged() {
+			os.Stderr.WriteString("recovered panic: " + p + "\n")
+		}
+		t.Fatalf("seed %d: a call has not returned %v after the run stopped (every goroutine's stack and the "+
+			"recovered panics above)", seed, ccHangBound)
+	}
 	stopFaults()
 	bg.Wait()
 
