@@ -142,6 +142,11 @@ func (op *unlockOp) lostGrantOutcome(v resp.Value) (lostGrant, error) {
 // release of the owner waits behind it: the grant is then doubted, and the Unlock that ends the owner's holds
 // releases it with them. It reports whether it did.
 func (op *unlockOp) retryLostGrant(err error) bool {
+	if op.h == nil {
+		// Sent unconditionally (the owner's hold had ended: see finishLostGrant): a resend after an ambiguous
+		// failure could release a hold granted since. The grant, if any, is left to its lease.
+		return false
+	}
 	sh := op.sh
 	sh.mu.Lock()
 	held, until := op.h.state == holdHeld, op.h.expireAt()
@@ -169,27 +174,34 @@ func (op *unlockOp) retryLostGrant(err error) bool {
 // finishLostGrant records the end of a lost re-entry grant's release: the hold's lease re-armed by a partial
 // release, the hold dropped when the owner turned out to hold nothing, or doubted when the release could not be
 // confirmed; then the owner's next queued release goes.
+//
+// op has no hold when the owner's hold here had ended before the release's turn came (it waited behind the
+// owner's other commands): the release then went out unconditionally, as for an owner this client records nothing
+// of (shard.nextReleasesLocked), and only its outcome is counted.
 func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 	c, sh, h := op.c, op.sh, op.h
 	var lostCause error
+	stillHeld := false
 	sh.mu.Lock()
-	if h.releasing == op {
-		h.releasing = nil
+	if h != nil {
+		if h.releasing == op {
+			h.releasing = nil
+		}
+		switch {
+		case h.state != holdHeld:
+		case g == grantReleased:
+			lostCause = op.partialReleasedLocked(false)
+		case g == grantReleasedLast || errors.Is(err, ErrNotHeld):
+			c.dropLocked(sh, h)
+			lostCause = ErrLockLost
+		case err != nil:
+			sh.doubtLocked(h, doubtOwned)
+		}
+		stillHeld = h.state == holdHeld
 	}
-	switch {
-	case h.state != holdHeld:
-	case g == grantReleased:
-		lostCause = op.partialReleasedLocked(false)
-	case g == grantReleasedLast || errors.Is(err, ErrNotHeld):
-		c.dropLocked(sh, h)
-		lostCause = ErrLockLost
-	case err != nil:
-		sh.doubtLocked(h, doubtOwned)
-	}
-	stillHeld := h.state == holdHeld
 	var next []*unlockOp
 	if len(sh.serial) != 0 {
-		next = sh.nextReleasesLocked(h.key())
+		next = sh.nextReleasesLocked(holdKey{op.name, op.kind.field(op.owner)})
 	}
 	sh.mu.Unlock()
 	if lostCause != nil {
@@ -197,9 +209,9 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 	}
 	switch {
 	case g != grantNotMade:
-		c.orphanSettled(h.name, h.owner, true, nil)
+		c.orphanSettled(op.name, op.owner, true, nil)
 	case err != nil && !errors.Is(err, ErrNotHeld) && !stillHeld:
-		c.orphanSettled(h.name, h.owner, false, err)
+		c.orphanSettled(op.name, op.owner, false, err)
 	}
 	// A hold still held is doubted: the Unlock that ends it releases the grant, and counts it (orphansLeft).
 	op.p.Complete(struct{}{}, err)
