@@ -67,8 +67,7 @@ func (lc *lockCall) releaseLostGrant() {
 	op := &unlockOp{c: c, sh: sh, kind: h.kind, owner: h.owner, name: h.name,
 		from: expectLostGrantUnsent}
 	if sh.busyLocked(h) {
-		s := sh.serialOfLocked(h.key())
-		s.waiting = append([]*unlockOp{op}, s.waiting...)
+		sh.queueReleaseLocked(h, op, true)
 		sh.mu.Unlock()
 		return
 	}
