@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -360,5 +361,67 @@ func TestUnlockBehindALateReentryGrantEndsTheHold(t *testing.T) {
 	}
 	if s := r.c.Stats(); s.Held != 0 || s.OrphansReleased != 1 {
 		t.Fatalf("Stats = %+v, want nothing held and one orphan released", s)
+	}
+}
+
+// Two re-entries run and their replies are lost; the release of each lost grant waits its turn behind the other.
+// Then the lock vanishes from the server (its key deleted, as an administrator or an expiry would): the first
+// release finds the owner holding nothing, which ends the hold here, and the second, whose turn comes after the
+// hold ended, goes out without a hold to go by. The client must survive its reply: the held context ends with
+// ErrLockLost, no callback of the client panics, and the lock can be taken and released again at once.
+func TestLostGrantReleasedAfterItsHoldEndedLeavesTheClientUsable(t *testing.T) {
+	panics := &panicLog{}
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 500 * time.Millisecond, Logger: slog.New(panics)})
+	r.px.Stall(faultproxy.Downstream) // the re-entries run; their replies wait in the proxy
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := r.l.Lock(r.held)
+			errs <- err
+		}()
+	}
+	eventually(t, 5*time.Second, "both re-entries to run", func() bool { return r.serverCount(t) == "3" })
+	for range 2 { // each reply is lost when its connection is reset at the response timeout (1 s)
+		if err := <-errs; !errors.Is(err, conn.ErrConnLost) {
+			t.Fatalf("re-entry = %v, want an unknown outcome matching conn.ErrConnLost", err)
+		}
+	}
+	// The releases of the lost grants go after RetryDelay: the lock is gone before then.
+	if n, err := r.srv.DoInt(r.ctx, "DEL", "re"); err != nil || n != 1 {
+		t.Fatalf("DEL re = %d, %v", n, err)
+	}
+	r.px.Restore()
+	// The first release ends the hold; the second goes RetryDelay later, and is the only script run then (the
+	// hold's renewals ended with it).
+	eventually(t, 5*time.Second, "the held context to end", func() bool { return r.held.Err() != nil })
+	if cause := context.Cause(r.held); !errors.Is(cause, rlock.ErrLockLost) {
+		t.Fatalf("held context: cause %v, want ErrLockLost", cause)
+	}
+	mark := callsOf(t, r.srv, "evalsha")
+	eventually(t, 5*time.Second, "the second lost grant's release to run", func() bool {
+		return callsOf(t, r.srv, "evalsha") > mark
+	})
+	// A shard left locked by a panicking callback would block the next call for good: bound the wait.
+	done := make(chan error, 1)
+	go func() {
+		held, err := r.l.TryLock(r.ctx, time.Second, 0)
+		if err == nil {
+			err = r.l.Unlock(held)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Lock and Unlock after the lost grants' releases: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Lock after the lost grants' releases hung; panics recovered: %q", panics.logged())
+	}
+	if p := panics.logged(); len(p) != 0 {
+		t.Fatalf("the client recovered panics: %q", p)
+	}
+	if s := r.c.Stats(); s.Held != 0 {
+		t.Fatalf("Stats = %+v, want nothing held", s)
 	}
 }
