@@ -37,6 +37,11 @@ func TestFamilyRejectsBadInputWithTypedErrorsBeforeSendingAnything(t *testing.T)
 		// Multi and RedLock.
 		{"MultiLock no locks", func() error { _, err := rlock.NewMultiLock().TryLock(ctx, 0, 0); return err }},
 		{"MultiLock nil lock", func() error { _, err := rlock.NewMultiLock(c.Lock("a"), nil).Lock(ctx); return err }},
+		{"MultiLock typed nil first", func() error {
+			_, err := rlock.NewMultiLock((*rlock.Lock)(nil), c.Lock("a")).Lock(ctx)
+			return err
+		}},
+		{"RedLock nil first", func() error { _, err := rlock.NewRedLock(nil, c.Lock("a")).Lock(ctx); return err }},
 		{"RedLock negative lease", func() error { _, err := rlock.NewRedLock(c.Lock("a")).TryLock(ctx, 0, -time.Second); return err }},
 		{"RedLock negative wait", func() error { _, err := rlock.NewRedLock(c.Lock("a")).TryLock(ctx, -time.Second, 0); return err }},
 		// Semaphore.

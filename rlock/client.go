@@ -99,7 +99,7 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	if _, nop := r.Observer.(NopObserver); !nop {
 		// The Observer hears of the transport's connection events after the caller's own hook, if any.
-		user, obs := r.Conn.OnEvent, callbackObserver{r.Observer}
+		user, obs := r.Conn.OnEvent, callbackObserver{r.Observer, r.Logger}
 		r.Conn.OnEvent = func(e conn.Event) {
 			if user != nil {
 				user(e)
@@ -156,7 +156,7 @@ func newClient(cc *conn.Client, r resolved) *Client {
 	_, nop := r.Observer.(NopObserver)
 	c.observed = !nop
 	if c.observed {
-		c.obs = callbackObserver{r.Observer}
+		c.obs = callbackObserver{r.Observer, r.Logger}
 	}
 	c.cluster = cc.IsCluster()
 	for i := range c.shards {

@@ -43,7 +43,7 @@ func (c *Client) callAttempt(ctx context.Context, cmd conn.Cmd, p *future.Promis
 			(errors.Is(err, conn.ErrUnavailable) || (idempotent && errors.Is(err, conn.ErrConnLost))) {
 			if c.after(c.cfg.RetryDelay, func(closed bool) {
 				if closed {
-					p.Complete(resp.Value{}, ErrClosed)
+					complete(c.log, p, resp.Value{}, ErrClosed)
 					return
 				}
 				c.callAttempt(ctx, cmd, p, n+1, idempotent)
@@ -55,7 +55,7 @@ func (c *Client) callAttempt(ctx context.Context, cmd conn.Cmd, p *future.Promis
 			// Only a publishing script's reply is unwrapped: another's (Status's) may hold any text.
 			v = c.published(nil, cmd.Keys[0], v)
 		}
-		p.Complete(v, c.mapErr(err))
+		complete(c.log, p, v, c.mapErr(err))
 	})
 }
 

@@ -60,8 +60,8 @@ type Config struct {
 	RetryDelay time.Duration
 
 	// Logger receives warnings: locks lost or expired, renewal batches that failed, releases that failed in the
-	// background. Nil discards them (the held contexts report every loss). It is also given to conn when
-	// Conn.Logger is nil.
+	// background; and, at Error, panics the client recovered from callers' callbacks and Observer methods. Nil
+	// discards them (the held contexts report every loss). It is also given to conn when Conn.Logger is nil.
 	Logger *slog.Logger
 
 	// Observer receives lock events for metrics and tracing: acquired, acquire failed, released, renewal

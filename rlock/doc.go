@@ -343,7 +343,10 @@
 // once and sends nothing: it would stall that goroutine, and could wait forever for a reply only that goroutine
 // would read. Use the Async forms there, or hand the blocking work to a goroutine. Recognising a callback costs one
 // atomic load while no callback runs anywhere, and a walk of the caller's stack (about 0.1 µs a frame) while one
-// does (future.InCallback).
+// does (future.InCallback). A callback or Observer method that panics is a bug of its own, and the client treats
+// it as one that must not spread: it recovers the panic, logs it at Error (Config.Logger), and finishes what it
+// was doing — the hand-over to the next waiter, the releases queued behind the call — so that no other call is
+// held up by it.
 //
 // Every call ends when its context does. Calls that share one context (a server's root context, an errgroup's) are
 // watched together, one registration per shard of the client's state, so sharing a context across thousands of

@@ -276,7 +276,7 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 		ev = AcquiredEvent{Name: lc.lo.name, Owner: lc.owner, Wait: c.now() - lc.startAt, Reentrant: o.count > 1,
 			HandOff: o.handoff, Ctx: lc.ctx}
 	}
-	if !lc.p.Succeed(h) {
+	if !succeed[context.Context](c.log, &lc.p, h) {
 		c.unlockHeld(h)
 		return
 	}
@@ -291,7 +291,7 @@ func (lc *lockCall) succeed(o outcome, h *hold) {
 // fail completes the call with err; a WRONGTYPE reply (the lock's name is used by a key of another type) becomes
 // a *NotLockError.
 func (lc *lockCall) fail(err error) bool {
-	return lc.p.Fail(notLockError(lc.lo.name, err))
+	return fail(lc.sh.c.log, &lc.p, notLockError(lc.lo.name, err))
 }
 
 // undo releases a grant that no hold records (the client closed meanwhile, the timer refused the hold's timeout,

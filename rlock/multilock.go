@@ -96,7 +96,7 @@ func (a *multiAcq) succeed() {
 		return
 	}
 	h := a.s.newMultiHold(a.ctx, a.comps, until)
-	if !a.p.Succeed(h.held) {
+	if !succeed(a.s.log, &a.p, h.held) {
 		a.s.unlock(h.held)
 	}
 }
@@ -104,7 +104,7 @@ func (a *multiAcq) succeed() {
 // fail releases what was taken and then fails the call, so that a caller told the set was not acquired finds
 // none of its locks still held.
 func (a *multiAcq) fail(err error) {
-	a.s.releaseAll(a.comps).OnComplete(func(struct{}, error) { a.p.Fail(err) })
+	a.s.releaseAll(a.comps).OnComplete(func(struct{}, error) { fail(a.s.log, &a.p, err) })
 }
 
 // Lock takes every lock (each with the watchdog), waiting as long as ctx allows, and returns the held context. It

@@ -116,7 +116,8 @@ func (s *multiSet) holdCount(held context.Context, op string) *future.Future[int
 			last := left == 0
 			mu.Unlock()
 			if last {
-				p.Complete(s.quorumCount(counts, errs))
+				n, err := s.quorumCount(counts, errs)
+				complete(s.log, p, n, err)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -28,20 +30,32 @@ type multiSet struct {
 	// start starts an acquisition that is not a re-entry, once begin has validated it: MultiLock's sequence,
 	// RedLock's rounds.
 	start func(s *multiSet, ctx context.Context, wait, lease time.Duration) *future.Future[context.Context]
+	log   *slog.Logger // where a panic in a caller's callback is logged: the first component's client's
 }
 
 func newMultiSet(kind string, ops *acquireOps, locks []Locker, quorum int,
 	start func(*multiSet, context.Context, time.Duration, time.Duration) *future.Future[context.Context]) *multiSet {
-	s := &multiSet{kind: kind, locks: slices.Clone(locks), quorum: quorum, ops: ops, start: start}
+	s := &multiSet{kind: kind, locks: slices.Clone(locks), quorum: quorum, ops: ops, start: start,
+		log: loggerOf(locks)}
 	s.order = make([]int, len(locks))
 	for i := range s.order {
 		s.order[i] = i
 	}
 	sort.SliceStable(s.order, func(a, b int) bool {
 		la, lb := s.locks[s.order[a]], s.locks[s.order[b]]
-		return la != nil && lb != nil && la.Name() < lb.Name()
+		return !nilLocker(la) && !nilLocker(lb) && la.Name() < lb.Name()
 	})
 	return s
+}
+
+// nilLocker reports whether l is nil, or a nil pointer in a Locker (a nil *Lock): either is bad input, reported
+// by check, and has no name to sort or compare by.
+func nilLocker(l Locker) bool {
+	if l == nil {
+		return true
+	}
+	v := reflect.ValueOf(l)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 func (s *multiSet) check(op string) error {
@@ -49,7 +63,7 @@ func (s *multiSet) check(op string) error {
 		return &ArgumentError{Op: s.kind + "." + op, Arg: "locks", Reason: "at least one lock is needed"}
 	}
 	for i, l := range s.locks {
-		if l == nil {
+		if nilLocker(l) {
 			return &ArgumentError{Op: s.kind + "." + op, Arg: fmt.Sprintf("locks[%d]", i), Value: "nil", Reason: "must be a lock"}
 		}
 	}
@@ -67,7 +81,7 @@ func (s *multiSet) holdOf(held context.Context) *multiHold {
 		return nil
 	}
 	for i, l := range s.locks {
-		if l == nil || h.set.locks[i].Name() != l.Name() {
+		if nilLocker(l) || h.set.locks[i].Name() != l.Name() {
 			return nil
 		}
 	}
@@ -112,7 +126,7 @@ func (s *multiSet) unlock(held context.Context) *future.Future[struct{}] {
 				h.stopDL()
 			}
 		}
-		p.Complete(struct{}{}, err)
+		complete(s.log, p, struct{}{}, err)
 	})
 	return p.Future()
 }
@@ -133,7 +147,7 @@ func (s *multiSet) releaseAll(comps []context.Context) *future.Future[struct{}] 
 		last := left == 0
 		mu.Unlock()
 		if last {
-			p.Complete(struct{}{}, errors.Join(errs...))
+			complete(s.log, p, struct{}{}, errors.Join(errs...))
 		}
 	}
 	for _, c := range comps {
@@ -177,19 +191,19 @@ func (s *multiSet) reenter(prev *multiHold, lease time.Duration) *future.Future[
 				firstErr = ErrLockLost
 			}
 			err := firstErr
-			s.releaseAll(got).OnComplete(func(struct{}, error) { p.Fail(err) })
+			s.releaseAll(got).OnComplete(func(struct{}, error) { fail(s.log, p, err) })
 			return
 		}
 		prev.mu.Lock()
 		if prev.state != multiHeld {
 			prev.mu.Unlock()
 			s.releaseAll(got)
-			p.Fail(ErrNotHeld)
+			fail(s.log, p, ErrNotHeld)
 			return
 		}
 		prev.holds++
 		prev.mu.Unlock()
-		p.Succeed(prev.held)
+		succeed(s.log, p, prev.held)
 	}
 	arrive := func(i int, h context.Context, err error) {
 		mu.Lock()

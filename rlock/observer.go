@@ -3,6 +3,7 @@ package rlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -181,27 +182,39 @@ var _ Observer = NopObserver{}
 
 // callbackObserver calls an Observer's methods as callbacks (future.RunAsCallback), so that a blocking call inside
 // one fails at once with ErrInCallback instead of stalling the goroutine that reported the event (an event loop,
-// the timer's worker), which may be the one its reply or wake-up depends on.
-type callbackObserver struct{ o Observer }
+// the timer's worker), which may be the one its reply or wake-up depends on. A panic in one is logged, not raised
+// (callbackpanic.go).
+type callbackObserver struct {
+	o   Observer
+	log *slog.Logger
+}
 
-func (c callbackObserver) Acquired(e AcquiredEvent) { future.RunAsCallback(func() { c.o.Acquired(e) }) }
+// run runs the Observer's method event as fn.
+func (c callbackObserver) run(event string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			logCallbackPanic(c.log, "the Observer's "+event, r)
+		}
+	}()
+	future.RunAsCallback(fn)
+}
 
-func (c callbackObserver) Released(e ReleasedEvent) { future.RunAsCallback(func() { c.o.Released(e) }) }
+func (c callbackObserver) Acquired(e AcquiredEvent) { c.run("Acquired", func() { c.o.Acquired(e) }) }
+
+func (c callbackObserver) Released(e ReleasedEvent) { c.run("Released", func() { c.o.Released(e) }) }
 
 func (c callbackObserver) RenewalBatch(e RenewalEvent) {
-	future.RunAsCallback(func() { c.o.RenewalBatch(e) })
+	c.run("RenewalBatch", func() { c.o.RenewalBatch(e) })
 }
 
-func (c callbackObserver) Lost(e LostEvent) { future.RunAsCallback(func() { c.o.Lost(e) }) }
+func (c callbackObserver) Lost(e LostEvent) { c.run("Lost", func() { c.o.Lost(e) }) }
 
 func (c callbackObserver) AcquireFailed(e AcquireFailedEvent) {
-	future.RunAsCallback(func() { c.o.AcquireFailed(e) })
+	c.run("AcquireFailed", func() { c.o.AcquireFailed(e) })
 }
 
-func (c callbackObserver) Connection(e conn.Event) {
-	future.RunAsCallback(func() { c.o.Connection(e) })
-}
+func (c callbackObserver) Connection(e conn.Event) { c.run("Connection", func() { c.o.Connection(e) }) }
 
 func (c callbackObserver) PubSubDenied(e PubSubDeniedEvent) {
-	future.RunAsCallback(func() { c.o.PubSubDenied(e) })
+	c.run("PubSubDenied", func() { c.o.PubSubDenied(e) })
 }

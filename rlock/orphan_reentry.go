@@ -213,7 +213,7 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 		c.orphanSettled(op.name, op.owner, false, err)
 	}
 	// A hold still held is doubted: the Unlock that ends it releases the grant, and counts it (orphansLeft).
-	op.p.Complete(struct{}{}, err)
+	complete(c.log, &op.p, struct{}{}, err)
 	for _, op := range next {
 		op.send()
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-
-	"github.com/locksmith-go/locksmith/future"
 )
 
 // What a caller is told when the outcome of an acquire, or what is left of a release, is not what it asked: the
@@ -105,6 +103,6 @@ type OrphanEvent struct {
 // Orphan does nothing.
 func (NopObserver) Orphan(OrphanEvent) {}
 
-func (c callbackObserver) Orphan(e OrphanEvent) { future.RunAsCallback(func() { c.o.Orphan(e) }) }
+func (c callbackObserver) Orphan(e OrphanEvent) { c.run("Orphan", func() { c.o.Orphan(e) }) }
 
 // orphanCounts are the Client's counts of orphaned grants (Stats).

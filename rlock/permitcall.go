@@ -99,13 +99,13 @@ func (pc *permitCall[T]) grantLocked(outcome) (*hold, error) {
 }
 
 func (pc *permitCall[T]) succeed(outcome, *hold) {
-	if !pc.p.Succeed(pc.v) {
+	if !succeed(pc.sh.c.log, &pc.p, pc.v) {
 		pc.undo(outcome{})
 	}
 }
 
 func (pc *permitCall[T]) fail(err error) bool {
-	return pc.p.Fail(err)
+	return fail(pc.sh.c.log, &pc.p, err)
 }
 
 func (pc *permitCall[T]) undo(outcome) {

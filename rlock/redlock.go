@@ -90,7 +90,7 @@ func (a *redAcq) round() {
 	default:
 		left := time.Until(a.deadline)
 		if left <= 0 {
-			a.p.Fail(ErrNotAcquired)
+			fail(a.s.log, &a.p, ErrNotAcquired)
 			return
 		}
 		// Redisson gives each lock remaining/N; a random share of it keeps competing clients from splitting the
@@ -139,7 +139,7 @@ func (r *redRound) result(i int, held context.Context, err error) {
 		r.decided = true
 		r.mu.Unlock()
 		r.cancel()
-		s.releaseAll(r.comps).OnComplete(func(struct{}, error) { a.p.Fail(a.ctx.Err()) })
+		s.releaseAll(r.comps).OnComplete(func(struct{}, error) { fail(a.s.log, &a.p, a.ctx.Err()) })
 		return
 	default:
 		r.errs[fmt.Sprintf("#%d %s", i, s.locks[i].Name())] = err
@@ -174,7 +174,7 @@ func (r *redRound) result(i int, held context.Context, err error) {
 		if last {
 			r.cancel()
 		}
-		if !a.p.Succeed(h.held) {
+		if !succeed(a.s.log, &a.p, h.held) {
 			s.unlock(h.held)
 		}
 		return
@@ -186,7 +186,7 @@ func (r *redRound) result(i int, held context.Context, err error) {
 	switch outcome {
 	case 2:
 		qe := &QuorumError{Quorum: s.quorum, Total: n, Acquired: r.ok, Errors: r.errs}
-		rel.OnComplete(func(struct{}, error) { a.p.Fail(qe) })
+		rel.OnComplete(func(struct{}, error) { fail(a.s.log, &a.p, qe) })
 	default: // a round lost, or won too late (the acquisition took the whole validity)
 		rel.OnComplete(func(struct{}, error) { a.retryOrFail() })
 	}
@@ -196,10 +196,10 @@ func (r *redRound) result(i int, held context.Context, err error) {
 func (a *redAcq) retryOrFail() {
 	if a.wait == 0 || (a.wait > 0 && !time.Now().Before(a.deadline)) || a.ctx.Err() != nil {
 		if err := a.ctx.Err(); err != nil {
-			a.p.Fail(err)
+			fail(a.s.log, &a.p, err)
 			return
 		}
-		a.p.Fail(ErrNotAcquired)
+		fail(a.s.log, &a.p, ErrNotAcquired)
 		return
 	}
 	a.round()

@@ -502,7 +502,7 @@ func (op *unlockOp) finish(released bool, err error) {
 		// has passed. The caller is told the release failed.
 		c.releaseOrphan(op.kind, h.name, h.owner, op.expect, h.lease)
 	}
-	op.p.Complete(struct{}{}, err)
+	complete(op.c.log, &op.p, struct{}{}, err)
 	if op.sync != nil && !observed {
 		op.sync.refs.release(op.sync)
 	}
