@@ -425,3 +425,42 @@ func TestLostGrantReleasedAfterItsHoldEndedLeavesTheClientUsable(t *testing.T) {
 		t.Fatalf("Stats = %+v, want nothing held", s)
 	}
 }
+
+// Two re-entries never reach the server (dropped with their connection in the proxy), so neither grant was made.
+// The release of the first lost grant finds the owner's one hold where it expected three; the second's grant is
+// still counted while its release waits its turn. It must then find one hold where it expects two, and change
+// nothing: the caller's hold stays on the server and in the client. A third re-entry, which the client sends after
+// both releases (an owner's acquire waits for its releases queued), makes two holds, and the caller's two Unlocks
+// free the lock.
+func TestTwoLostReentriesThatNeverRanLeaveTheHold(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 300 * time.Millisecond})
+	r.px.Stall(faultproxy.Upstream) // nothing reaches the server
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := r.l.Lock(r.held)
+			errs <- err
+		}()
+	}
+	for range 2 { // each connection is reset at the response timeout (1 s)
+		if err := <-errs; !errors.Is(err, conn.ErrConnLost) {
+			t.Fatalf("re-entry = %v, want an unknown outcome matching conn.ErrConnLost", err)
+		}
+	}
+	r.px.DropAll() // with the re-entries still held up in it
+	r.px.Restore()
+	again, err := r.l.Lock(r.held)
+	if err != nil || again != r.held {
+		t.Fatalf("re-entry after the lost grants' releases = %v, %v; want the held context", again, err)
+	}
+	if got := r.serverCount(t); got != "2" {
+		t.Fatalf("server count %q after the lost grants' releases and a re-entry, want 2", got)
+	}
+	if n, err := r.l.HoldCount(r.held); err != nil || n != 2 {
+		t.Fatalf("HoldCount = %d, %v; want 2", n, err)
+	}
+	if err := r.l.Unlock(r.held); err != nil {
+		t.Fatalf("first Unlock: %v", err)
+	}
+	r.unlockFrees(t)
+}

@@ -123,7 +123,7 @@ func (op *unlockOp) lostGrantOutcome(v resp.Value) (lostGrant, error) {
 		op.sh.mu.Lock()
 		switch h := op.h; {
 		case h.state != holdHeld:
-		case held < int64(h.count):
+		case held < int64(h.count) && op.sh.lostGrantsQueuedLocked(h) == 0:
 			h.count = int32(held)
 		case held > int64(h.count):
 			op.sh.doubtLocked(h, doubtOwned)
@@ -134,6 +134,24 @@ func (op *unlockOp) lostGrantOutcome(v resp.Value) (lostGrant, error) {
 		return grantReleasedEarly, nil
 	}
 	return grantNotMade, nil
+}
+
+// lostGrantsQueuedLocked counts the releases of h's lost re-entry grants still queued, each of whose grants h's
+// count includes until it begins. A lower count from the server cannot be recorded while there are any: which of
+// their grants were made is not known, and recording the server's count would take their grants out of h's count
+// while their releases still expect them in it — the last of them would then expect only the callers' holds, and
+// release one of those. They correct the count in turn; the last one records the server's. The shard mutex is
+// held.
+func (sh *shard) lostGrantsQueuedLocked(h *hold) int {
+	n := 0
+	if s := sh.serial[h.key()]; s != nil {
+		for _, op := range s.waiting {
+			if op.from == expectLostGrantUnsent {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // retryLostGrant schedules a resend of a lost re-entry grant's release after a transport failure, for as long as

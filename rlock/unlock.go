@@ -179,6 +179,11 @@ func (op *unlockOp) beginLocked(h *hold) {
 		op.h, op.expect, op.lease = h, int64(h.count), c.leaseArg(h.lease)
 		h.count--
 		h.releasing = op
+	case op.from == expectLostGrantUnsent:
+		// A lost grant's release whose grant h's count no longer includes (lostGrantsQueuedLocked keeps it there;
+		// this guards the invariant): it expects the callers' holds plus the grant and never ends the hold.
+		op.h, op.expect, op.lease = h, int64(h.count)+1, c.leaseArg(h.lease)
+		h.releasing = op
 	default:
 		op.h, op.expect, op.lease, op.final = h, int64(h.count), c.leaseArg(h.lease), true
 		// Cancel the renewal first (Redisson #7272): nothing renews this lock once its release has started.
