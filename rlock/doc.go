@@ -196,6 +196,8 @@
 // made for the call; the recorded count plus one for a re-entry, which so also tells the client the owner's true
 // count), so a server that never ran the acquire changes nothing, and it is sent again after every failure until
 // the server answers or the grant's lease has passed. A re-entry's release goes before the owner's later commands.
+// Releases of several lost re-entry grants go one at a time, each expecting the recorded count plus the grants
+// still to release, so that none of them can take one of the callers' holds when some grants were never made.
 // For an owner it made, the client records the holds its callers were granted, never more: a grant whose reply
 // counts more (an attempt of the owner whose caller was told the outcome is unknown ran before it) does not record
 // them, and they are released by that attempt's release or by the Unlock that ends the owner's holds here.
