@@ -464,3 +464,29 @@ func TestTwoLostReentriesThatNeverRanLeaveTheHold(t *testing.T) {
 	}
 	r.unlockFrees(t)
 }
+
+// A re-entry by TryLock without a wait never reaches the server (dropped with its connection in the proxy). Such a
+// try is never queued, so the client has no queue entry of it to take back: it must release only the grant it may
+// have made, conditionally, and leave the caller's one hold on the server.
+func TestAmbiguousReentryTryThatNeverRanLeavesTheHold(t *testing.T) {
+	r := newReentryRig(t, false, rlock.Config{RetryDelay: 300 * time.Millisecond})
+	r.px.Stall(faultproxy.Upstream) // nothing reaches the server
+	_, err := r.l.TryLock(r.held, 0, 5*time.Second)
+	var ou *rlock.OutcomeUnknownError
+	if !errors.As(err, &ou) || !errors.Is(err, conn.ErrConnLost) {
+		t.Fatalf("re-entry = %v, want an *OutcomeUnknownError matching conn.ErrConnLost", err)
+	}
+	r.px.DropAll() // with the try still held up in it
+	r.px.Restore()
+	again, err := r.l.Lock(r.held) // sent after the lost grant's release (an owner's acquire waits for it)
+	if err != nil || again != r.held {
+		t.Fatalf("re-entry after the lost grant's release = %v, %v; want the held context", again, err)
+	}
+	if got := r.serverCount(t); got != "2" {
+		t.Fatalf("server count %q after the lost grant's release and a re-entry, want 2", got)
+	}
+	if err := r.l.Unlock(r.held); err != nil {
+		t.Fatalf("first Unlock: %v", err)
+	}
+	r.unlockFrees(t)
+}

@@ -264,6 +264,16 @@ func (lc *lockCall) grantedByOther() outcome {
 // attempt whose outcome is unknown, which the server may not have read yet (orphan.go). then, when not nil, runs
 // when the first attempt is answered or fails.
 func (lc *lockCall) leave(later bool, then func()) {
+	if lc.noWait && !lc.fresh {
+		// A try whose owner came with it (a re-entry, a first hold through a held context, WithOwner) is never
+		// queued, and its spec names no nonce: the leave would take any hold of the owner for the try's grant, and
+		// release a hold the caller has. Its grant, if any, is released as a lost grant (lostInFlight) or given
+		// back with its late reply.
+		if then != nil {
+			then()
+		}
+		return
+	}
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
 	ran := false   // an attempt whose reply was lost may have run (and released a grant)
