@@ -47,19 +47,14 @@ func (r *panicRig) loggedOnce(t *testing.T, want string) {
 	}
 }
 
-// within runs fn and fails the test if it does not return within 10 s: a call left waiting for good by a cut-short
-// hand-over or release would block the test until the package's timeout.
+// within runs fn and fails the test if it does not return within await's bound: a call left waiting for good by a
+// cut-short hand-over or release would block the test until the package's timeout.
 func within(t *testing.T, what string, fn func() error) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not return", what)
+	if err := await(t, what, done); err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 

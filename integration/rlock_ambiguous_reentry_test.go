@@ -401,23 +401,20 @@ func TestLostGrantReleasedAfterItsHoldEndedLeavesTheClientUsable(t *testing.T) {
 	eventually(t, 5*time.Second, "the second lost grant's release to run", func() bool {
 		return callsOf(t, r.srv, "evalsha") > mark
 	})
-	// A shard left locked by a panicking callback would block the next call for good: bound the wait.
-	done := make(chan error, 1)
-	go func() {
+	// A shard left locked by a panicking callback would block the next call for good: bound the wait, and show
+	// the panics the client recovered if it runs out.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("panics the client recovered: %q", panics.logged())
+		}
+	})
+	within(t, "Lock and Unlock after the lost grants' releases", func() error {
 		held, err := r.l.TryLock(r.ctx, time.Second, 0)
 		if err == nil {
 			err = r.l.Unlock(held)
 		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Lock and Unlock after the lost grants' releases: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Lock after the lost grants' releases hung; panics recovered: %q", panics.logged())
-	}
+		return err
+	})
 	if p := panics.logged(); len(p) != 0 {
 		t.Fatalf("the client recovered panics: %q", p)
 	}

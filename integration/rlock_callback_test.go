@@ -22,7 +22,7 @@ func await[T any](t *testing.T, what string, ch <-chan T) T {
 	case v := <-ch:
 		return v
 	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: no result within 10 s: the call inside the callback hung", what)
+		t.Fatalf("%s: no result within 10 s: the call hung", what)
 		var zero T
 		return zero
 	}

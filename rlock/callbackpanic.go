@@ -40,7 +40,7 @@ func fail[T any](log *slog.Logger, p *future.Promise[T], err error) bool {
 
 // logCallbackPanic logs a panic recovered from the caller's code named by what.
 func logCallbackPanic(log *slog.Logger, what string, r any) {
-	log.Error("rlock: panic in "+what+" (it must not panic; the client went on)", "panic", r)
+	log.Error("rlock: panic in "+what+" (fix it: it must not panic; the client logged it and went on)", "panic", r)
 }
 
 // loggerOf returns the logger of the first client behind locks that the package made, else slog's default: the
