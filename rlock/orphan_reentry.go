@@ -52,22 +52,32 @@ func (sh *shard) doubtOfLocked(h *hold) doubt {
 }
 
 // releaseLostGrant releases the grant an ambiguous attempt of lc, whose owner is a held context's of this Client,
-// may have made: with a hold of the lock here, a re-entry (the recorded count plus one, released as one of the
-// owner's serialized commands, ahead of the releases queued meanwhile); without, a first hold.
+// may have made, as one of the owner's serialized commands. With a hold of the lock here it is a re-entry: the
+// recorded count plus one, released ahead of the releases queued meanwhile. Without, it is the owner's only hold,
+// and nothing tells it from a hold granted to the owner's next attempt (a caller that tries again after the
+// unknown outcome): the release waits for the owner's attempts in flight, and the owner's attempts wait for it
+// (holdSerial.lost); a hold granted before its turn counts it as a re-entry's.
 func (lc *lockCall) releaseLostGrant() {
 	sh, c := lc.sh, lc.sh.c
-	sh.mu.Lock()
-	h := lc.heldLocked()
-	if h == nil || h.state != holdHeld || c.closed.Load() {
-		sh.mu.Unlock()
+	if c.closed.Load() {
 		c.releaseOrphan(lc.lo.kind, lc.lo.name, lc.owner, 1, lc.lease)
 		return
 	}
-	h.count++ // the grant, if it was made; the release takes it back
-	op := &unlockOp{c: c, sh: sh, kind: h.kind, owner: h.owner, name: h.name,
+	sh.mu.Lock()
+	h := lc.heldLocked()
+	op := &unlockOp{c: c, sh: sh, kind: lc.lo.kind, owner: lc.owner, name: lc.lo.name,
 		from: expectLostGrantUnsent}
-	if sh.busyLocked(h) {
-		sh.queueReleaseLocked(h, op, true)
+	if h != nil && h.state == holdHeld {
+		h.count++ // the grant, if it was made; the release takes it back
+		if sh.busyLocked(h) {
+			sh.queueReleaseLocked(h, op, true)
+			sh.mu.Unlock()
+			return
+		}
+	} else if key := lc.holdKey(); (h != nil && h.releasing != nil) || sh.serialBusyLocked(key) {
+		op.unheld = true
+		s := sh.serialOfLocked(key)
+		s.waiting = append(s.waiting, op)
 		sh.mu.Unlock()
 		return
 	}
@@ -146,7 +156,7 @@ func (sh *shard) lostGrantsQueuedLocked(h *hold) int {
 	n := 0
 	if s := sh.serial[h.key()]; s != nil {
 		for _, op := range s.waiting {
-			if op.from == expectLostGrantUnsent {
+			if op.from == expectLostGrantUnsent && !op.unheld {
 				n++
 			}
 		}
@@ -216,9 +226,15 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 		}
 		stillHeld = h.state == holdHeld
 	}
+	key := holdKey{op.name, op.kind.field(op.owner)}
+	if h == nil {
+		if h, lostCause = sh.lostGrantSettledLocked(op, key, g); lostCause != nil {
+			g = grantNotMade // the hold it released was not an orphan
+		}
+	}
 	var next []*unlockOp
 	if len(sh.serial) != 0 {
-		next = sh.nextReleasesLocked(holdKey{op.name, op.kind.field(op.owner)})
+		next = sh.nextReleasesLocked(key)
 	}
 	sh.mu.Unlock()
 	if lostCause != nil {
@@ -235,6 +251,26 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 	for _, op := range next {
 		op.send()
 	}
+}
+
+// lostGrantSettledLocked ends op, the release of a lost grant begun while the owner held nothing here, as the
+// release the owner's attempts wait for (holdSerial.lost). A hold of the owner recorded here now was granted while
+// op was in flight, without an attempt of the owner (those waited): a grant a release of another client handed to
+// a call of the owner waiting in the lock's queue, possible only if the lost grant had not been made (the owner
+// would have held the lock). When op then found one hold and released it, it released that grant: the hold is
+// dropped, and returned with the cause of its loss. The shard mutex is held.
+func (sh *shard) lostGrantSettledLocked(op *unlockOp, key holdKey, g lostGrant) (*hold, error) {
+	s := sh.serial[key]
+	if s == nil || s.lost != op {
+		return nil, nil
+	}
+	s.lost = nil
+	sh.dropSerialIfIdleLocked(s)
+	if h := sh.holds[key]; g == grantReleasedLast && h != nil && h.state == holdHeld && h.releasing == nil {
+		op.c.dropLocked(sh, h)
+		return h, ErrLockLost
+	}
+	return nil, nil
 }
 
 // orphansLeft reports whether the holds the server still has after op, the release of its owner's last hold here,

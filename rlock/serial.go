@@ -20,7 +20,11 @@ type holdSerial struct {
 	key      holdKey
 	acquires int         // acquire attempts in flight
 	waiting  []*unlockOp // releases queued, in order
-	free     *holdSerial // next on the shard's free list, while unused
+	// lost is the release in flight of a grant that an attempt of the owner, whose outcome was unknown, may have
+	// made while the owner held nothing here (orphan_reentry.go). It expects the owner's only hold, which a grant
+	// made since would be, so until it settles no attempt of the owner goes out.
+	lost *unlockOp
+	free *holdSerial // next on the shard's free list, while unused
 }
 
 // busyLocked reports whether a release of h must wait: a release of h or an acquire attempt of its owner is in
@@ -33,7 +37,7 @@ func (sh *shard) busyLocked(h *hold) bool {
 		return false
 	}
 	s := sh.serial[h.key()]
-	return s != nil && (s.acquires > 0 || len(s.waiting) > 0)
+	return s != nil && (s.acquires > 0 || len(s.waiting) > 0 || s.lost != nil)
 }
 
 // queueReleaseLocked queues op, a release of h, to be begun and sent when nothing else of its owner is in flight:
@@ -47,14 +51,25 @@ func (sh *shard) queueReleaseLocked(h *hold, op *unlockOp, ahead bool) {
 	s.waiting = append(s.waiting, op)
 }
 
+// serialBusyLocked reports whether a release of key's owner must wait although the owner holds nothing here: an
+// acquire attempt of the owner or a lost grant's release is in flight, or releases are queued. The shard mutex is
+// held.
+func (sh *shard) serialBusyLocked(key holdKey) bool {
+	s := sh.serial[key]
+	return s != nil && (s.acquires > 0 || len(s.waiting) > 0 || s.lost != nil)
+}
+
 // releaseAheadLocked returns the release an acquire attempt of key's owner must wait for: the one in flight, or
 // else the last one queued; nil when there is none. The shard mutex is held.
 func (sh *shard) releaseAheadLocked(key holdKey) *unlockOp {
 	if h := sh.holds[key]; h != nil && h.releasing != nil {
 		return h.releasing
 	}
-	if s := sh.serial[key]; s != nil && len(s.waiting) > 0 {
-		return s.waiting[len(s.waiting)-1]
+	if s := sh.serial[key]; s != nil {
+		if len(s.waiting) > 0 {
+			return s.waiting[len(s.waiting)-1]
+		}
+		return s.lost
 	}
 	return nil
 }
@@ -63,28 +78,36 @@ func (sh *shard) releaseAheadLocked(key holdKey) *unlockOp {
 // for the caller to send after releasing the shard mutex; none when there is none or its turn has not come. When
 // the owner no longer holds the lock here (released, lost, closed), every queued release is begun at once: each
 // goes out unconditionally, as for an owner this client records nothing of, and nothing will be in flight to begin
-// them later. The shard mutex is held.
+// them later — up to the first release of a lost grant, which expects the owner's only hold and goes alone
+// (holdSerial.lost). The shard mutex is held.
 func (sh *shard) nextReleasesLocked(key holdKey) []*unlockOp {
 	if len(sh.serial) == 0 {
 		return nil
 	}
 	s := sh.serial[key]
 	h := sh.holds[key]
-	if s == nil || s.acquires > 0 || len(s.waiting) == 0 || (h != nil && h.releasing != nil) {
+	if s == nil || s.acquires > 0 || len(s.waiting) == 0 || s.lost != nil || (h != nil && h.releasing != nil) {
 		return nil
 	}
 	n := len(s.waiting)
 	if h != nil && h.state == holdHeld {
 		n = 1
+	} else {
+		for i, op := range s.waiting {
+			if op.from == expectLostGrantUnsent {
+				n = i + 1
+				break
+			}
+		}
 	}
 	ops := make([]*unlockOp, n)
 	copy(ops, s.waiting)
 	clear(s.waiting[:n])
 	s.waiting = s.waiting[n:]
-	sh.dropSerialIfIdleLocked(s)
 	for _, op := range ops {
 		op.beginLocked(h)
 	}
+	sh.dropSerialIfIdleLocked(s)
 	return ops
 }
 
@@ -110,7 +133,7 @@ func (sh *shard) serialOfLocked(key holdKey) *holdSerial {
 // dropSerialIfIdleLocked removes s from the shard once nothing is in flight or queued for its owner, onto the free
 // list: nobody refers to it any more (a counted attempt keeps acquires above zero).
 func (sh *shard) dropSerialIfIdleLocked(s *holdSerial) {
-	if s.acquires == 0 && len(s.waiting) == 0 && sh.serial[s.key] == s {
+	if s.acquires == 0 && len(s.waiting) == 0 && s.lost == nil && sh.serial[s.key] == s {
 		delete(sh.serial, s.key)
 		*s = holdSerial{waiting: s.waiting[:0], free: sh.freeSerial}
 		sh.freeSerial = s

@@ -51,6 +51,7 @@ type unlockOp struct {
 	retried     bool         // an earlier attempt may have run on the server
 	from        expectSource // where expect came from
 	attempts    uint8        // retries made
+	unheld      bool         // a lost grant's, queued while the owner held nothing here (releaseLostGrant)
 	// observed: an acquire of the same owner found this op in flight or queued and waits for its future
 	// (serial.go), so the op is not recycled. Guarded by the shard mutex.
 	observed bool
@@ -171,8 +172,16 @@ func lostUnlockError(held context.Context, kind holdKind, name string, err error
 // the shard mutex held.
 func (op *unlockOp) beginLocked(h *hold) {
 	c := op.c
-	switch {
-	case h == nil || h.state != holdHeld:
+	held := h != nil && h.state == holdHeld
+	if op.unheld && held {
+		h.count++ // the grant, if it was made, is one more hold of the owner than the callers'
+	}
+	switch op.unheld = false; {
+	case !held && op.from == expectLostGrantUnsent:
+		// A lost grant when the owner holds nothing here: its only hold, if made (releaseLostGrant).
+		op.expect, op.lease = 1, c.cfg.watchdogMillis
+		op.sh.serialOfLocked(holdKey{op.name, op.kind.field(op.owner)}).lost = op
+	case !held:
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
 		op.lease = c.cfg.watchdogMillis
 	case h.count > 1:
