@@ -243,9 +243,9 @@ func (lc *lockCall) grantLocked(o outcome) (*hold, error) {
 	if !lc.pinned() {
 		// The caller's first hold through this client. More on the server, for an owner this client made, are
 		// grants nobody holds (an attempt of the owner whose outcome was unknown to its caller): recording them
-		// would keep the hold held after its caller's Unlock. They are doubted instead: the release of such a
-		// grant, sent without a hold to go by, may have found this hold's grant too and taken the count for the
-		// caller's, and the Unlock that ends the owner's holds here releases what is left.
+		// would keep the hold held after its caller's Unlock. They are doubted instead (their releases failed on
+		// the transport, or a grant made to another call of the owner was among them), and the Unlock that ends
+		// the owner's holds here releases what is left.
 		count = 1
 	}
 	h, err := c.newHoldLocked(lc.sh, lo.kind, lo.name, lc.owner, lc.ctx, count, lease, lc.watchdog, lc.sentAt)
