@@ -254,7 +254,7 @@ func (c *Client) Close() error {
 	}
 	for _, w := range waiters {
 		if lc, ok := w.call.(*lockCall); ok && w.queued {
-			lc.leave(false, nil) // its entry would hold the queue until it expires
+			lc.leave(false, nil, nil) // its entry would hold the queue until it expires
 		}
 		w.call.fail(ErrClosed)
 	}

@@ -325,7 +325,7 @@ func (lc *lockCall) giveBackResult() {
 func (lc *lockCall) left(then func()) {
 	switch {
 	case lc.serverQueue:
-		lc.leave(false, then)
+		lc.leave(false, then, nil)
 	case lc.lo.rules != nil:
 		lc.lo.rules.left(lc, then)
 	default:

@@ -262,22 +262,25 @@ func (lc *lockCall) grantedByOther() outcome {
 // unknown), and releases a grant made to it meanwhile. Retried on transport failures until it is confirmed, or the
 // entry and any grant to it have expired by themselves. later sends the first attempt after RetryDelay too: after an
 // attempt whose outcome is unknown, which the server may not have read yet (orphan.go). then, when not nil, runs
-// when the first attempt is answered or fails.
-func (lc *lockCall) leave(later bool, then func()) {
+// when the first attempt is answered or fails; settled, when not nil, once the leave is confirmed or given up.
+func (lc *lockCall) leave(later bool, then, settled func()) {
 	if lc.noWait && !lc.fresh {
 		// A try whose owner came with it (a re-entry, a first hold through a held context, WithOwner) is never
 		// queued, and its spec names no nonce: the leave would take any hold of the owner for the try's grant, and
 		// release a hold the caller has. Its grant, if any, is released as a lost grant (lostInFlight) or given
 		// back with its late reply.
-		if then != nil {
-			then()
-		}
+		runThen(then)
+		runThen(settled)
 		return
 	}
 	c := lc.sh.c
 	give := c.now() + queueLiveness + lc.lease
 	ran := false   // an attempt whose reply was lost may have run (and released a grant)
 	c.leaves.add() // Close waits for the leaves in flight, so that a closing process leaves no entry behind
+	done := func() {
+		c.leaves.done()
+		runThen(settled)
+	}
 	var try func()
 	try = func() {
 		k := plainKeys(lc.lo.name)
@@ -292,33 +295,35 @@ func (lc *lockCall) leave(later bool, then func()) {
 				if v = c.published(lc.sh, lc.lo.name, v); v.Type == resp.Integer && (v.Int == 2 || (ran && v.Int == 0)) {
 					c.orphanSettled(lc.lo.name, lc.owner, true, nil) // a grant made to it was released
 				}
-				c.leaves.done()
+				done()
 				return
 			}
 			ran = ran || errors.Is(err, conn.ErrConnLost)
 			if c.closed.Load() {
-				c.leaves.done()
+				done()
 				return
 			}
 			if c.now() >= give {
 				c.log.Warn("rlock: taking a waiter out of the lock's queue failed; its entry expires by itself",
 					"lock", lc.lo.name, "owner", lc.owner, "err", err)
 				c.orphanSettled(lc.lo.name, lc.owner, false, err) // a grant to it, if any, too
-				c.leaves.done()
+				done()
 				return
 			}
-			c.after(c.cfg.RetryDelay, func(closed bool) {
+			if !c.after(c.cfg.RetryDelay, func(closed bool) {
 				if closed {
-					c.leaves.done()
+					done()
 					return
 				}
 				try()
-			})
+			}) {
+				done() // the Client closed meanwhile, or the timer refused the retry
+			}
 		})
 	}
 	if !later || !c.after(c.cfg.RetryDelay, func(closed bool) {
 		if closed {
-			c.leaves.done()
+			done()
 			return
 		}
 		try()

@@ -200,8 +200,15 @@ func (c *Client) madeOwner(owner string) bool {
 func (lc *lockCall) lostInFlight() {
 	c := lc.sh.c
 	switch {
+	case lc.serverQueue && !lc.fresh && !lc.pinned():
+		// Releases a grant announced to the call, found by the call's nonce: a release of the lost grant that
+		// took that grant first (releaseLostGrant) leaves the announcement's record behind, which the leave would
+		// then take for a grant made since to the owner's next attempt. So the leave counts as an attempt of the
+		// owner in flight (serial.go), and the lost grant's release waits for it.
+		s := lc.sh.countLeave(lc.holdKey())
+		lc.leave(true, nil, func() { lc.sh.attemptSettled(s) })
 	case lc.serverQueue:
-		lc.leave(true, nil) // releases a grant to an owner made for the call, and one announced to the call
+		lc.leave(true, nil, nil) // releases a grant to an owner made for the call, and one announced to the call
 	case lc.lo.rules != nil:
 		lc.lo.rules.left(lc, nil)
 	}

@@ -163,6 +163,15 @@ func (lc *lockCall) countAttempt() bool {
 	return true
 }
 
+// countLeave counts the leave of a call of key's owner as an acquire attempt in flight, until attemptSettled.
+func (sh *shard) countLeave(key holdKey) *holdSerial {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	s := sh.serialOfLocked(key)
+	s.acquires++
+	return s
+}
+
 // takeCounted returns the count lc's attempt in flight is part of, if any, and forgets it. Called with the
 // attempt's reply, before the reply is settled (after that, lc may be recycled).
 func (lc *lockCall) takeCounted() *holdSerial {
