@@ -181,6 +181,28 @@ func (h *hold) renewalSentLocked(sentAt time.Duration) {
 	}
 }
 
+// attemptSentLocked records that an acquire attempt of h's owner with lease is about to be sent: a re-entry,
+// which sets the lease on the server (the plain layout's PEXPIRE, a shorter one too). From now on the server may
+// run it at any moment, even if its reply is lost, so the local end may no longer lie beyond what it sets (as for
+// a renewal: renewalSentLocked); a watchdog renews before that end. Its reply confirms the end (confirmLocked).
+func (h *hold) attemptSentLocked(lease time.Duration) {
+	if h.kind.rwLayout() {
+		return // a read-write lock's acquire keeps the longer lease
+	}
+	end := localEnd(h.c.now(), lease)
+	if end >= h.expireAt() {
+		return
+	}
+	h.end.Store(int64(end))
+	if h.tm != nil { // not renewing: the renewal's outcome re-arms the timer
+		h.stopTimerLocked()
+		if err := h.armLocked(); err != nil {
+			h.c.log.Warn("rlock: cannot schedule the lease check; the held context ends when it is read",
+				"lock", h.name, "owner", h.owner, "err", err)
+		}
+	}
+}
+
 // armLocked schedules the hold's next timer event: the next renewal (watchdog locks), or the local end of the
 // lease (lease locks), whichever comes first. While a renewal is in flight the timeout watches the local end only
 // (Run re-arms it until the renewal completes).

@@ -156,6 +156,9 @@ func (lc *lockCall) countAttempt() bool {
 		op.p.Future().OnComplete(func(struct{}, error) { lc.send() })
 		return false
 	}
+	if h := sh.holds[key]; h != nil && h.state == holdHeld {
+		h.attemptSentLocked(lc.lease)
+	}
 	s := sh.serialOfLocked(key)
 	s.acquires++
 	lc.counted = s
