@@ -60,7 +60,8 @@
 //     confirmed within the lease (the server is unreachable or too slow). The lease is counted from when the
 //     confirmed command was sent, and the context is cancelled slightly before that end (two timer ticks plus 1% of
 //     the lease), so it is never trusted past the point where the server could let another owner in, whatever the
-//     network does.
+//     network does. A command that may shorten the lease on the server (a re-entry with a shorter lease, which
+//     sets it as Redisson's does) moves the end when it is sent, whether or not its reply arrives.
 //   - ErrClosed: the Client was closed while the lock was held.
 //
 // Work done under the lock should use the held context (or select on its Done channel) so that it stops when the
