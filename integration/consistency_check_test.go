@@ -19,8 +19,9 @@ type holdID struct{ name, field string }
 
 // belief is what one caller believes it holds: a held context (while it is not cancelled) and its hold count.
 type belief struct {
-	held  context.Context
-	count int
+	held      context.Context
+	count     int
+	releasing bool // an Unlock of it is in flight: the server may have released a hold the caller still counts
 }
 
 // beliefs are every caller's beliefs, by hold. Safe for concurrent use.
@@ -40,24 +41,37 @@ func (b *beliefs) set(id holdID, held context.Context, count int) {
 	b.m[id] = &belief{held: held, count: count}
 }
 
-// of returns the live beliefs about the lock name, by field: a belief whose held context ended is none.
-func (b *beliefs) of(name string) map[string]int {
+// releasing records that the caller is releasing one of its holds of id (until the next set).
+func (b *beliefs) releasing(id holdID) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := map[string]int{}
+	if bl := b.m[id]; bl != nil {
+		bl.releasing = true
+	}
+}
+
+// of returns the live beliefs about the lock name, by field, and the fields being released: a belief whose held
+// context ended is none.
+func (b *beliefs) of(name string) (counts map[string]int, releasing map[string]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	counts, releasing = map[string]int{}, map[string]bool{}
 	for id, bl := range b.m {
 		if id.name == name && bl.held.Err() == nil {
-			out[id.field] = bl.count
+			counts[id.field] = bl.count
+			releasing[id.field] = bl.releasing
 		}
 	}
-	return out
+	return counts, releasing
 }
 
 // A discrepancy is a field whose server count and live belief differ: a phantom (the server holds more than any
-// live held context believes) or a missing hold (a live held context believes more than the server holds).
+// live held context believes) or a missing hold (a live held context believes more than the server holds), which
+// is lost when no Unlock of it is in flight: the client released or lost a hold its caller still counts on.
 const (
 	phantom = "phantom"
 	missing = "missing"
+	lost    = "lost"
 )
 
 // discrepancy is one that has been seen, since first.
@@ -81,9 +95,10 @@ type checker struct {
 	checks        int
 }
 
-func newChecker(admin *conn.Client, b *beliefs, phantomBound, missingBound time.Duration) *checker {
-	return &checker{admin: admin, beliefs: b, bounds: map[string]time.Duration{phantom: phantomBound, missing: missingBound},
-		open: map[holdID]*discrepancy{}, longest: map[string]time.Duration{}}
+func newChecker(admin *conn.Client, b *beliefs, phantomBound, missingBound, lostBound time.Duration) *checker {
+	return &checker{admin: admin, beliefs: b,
+		bounds: map[string]time.Duration{phantom: phantomBound, missing: missingBound, lost: lostBound},
+		open:   map[holdID]*discrepancy{}, longest: map[string]time.Duration{}}
 }
 
 // serverHolds reads the holds of the lock name from the server: its hash's fields but a read-write lock's "mode".
@@ -107,15 +122,18 @@ func (ck *checker) serverHolds(ctx context.Context, name string) (map[string]int
 	return out, nil
 }
 
-// check compares the lock name once: the server first, then the beliefs (a grant is on the server before its
-// caller believes in it, a release leaves the server before its caller stops believing: both show as short-lived
-// discrepancies, which the bounds allow).
+// check compares the lock name once. The beliefs are read before and after the server: a grant is on the server
+// before its caller believes in it, so a hold believed in both before and after the server was read was on the
+// server when it was read, unless an Unlock of it was in flight (a release leaves the server before its caller
+// stops believing). A phantom (a grant not believed in yet, a release whose reply was lost) is compared with the
+// beliefs after; both kinds of short-lived discrepancies are allowed by the bounds.
 func (ck *checker) check(ctx context.Context, name string) error {
+	before, releasingBefore := ck.beliefs.of(name)
 	server, err := ck.serverHolds(ctx, name)
 	if err != nil {
 		return err
 	}
-	believed := ck.beliefs.of(name)
+	believed, releasing := ck.beliefs.of(name)
 	now := time.Now()
 	ck.mu.Lock()
 	defer ck.mu.Unlock()
@@ -127,8 +145,12 @@ func (ck *checker) check(ctx context.Context, name string) error {
 		}
 	}
 	for f, n := range believed {
-		if server[f] < n {
+		switch n = min(n, before[f]); {
+		case server[f] >= n:
+		case releasing[f] || releasingBefore[f]:
 			seen[holdID{name, f}] = missing
+		default:
+			seen[holdID{name, f}] = lost
 		}
 	}
 	for id, d := range ck.open {
