@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,19 +135,23 @@ func TestPanickingCallbackOfAWaitThatRanOutIsLogged(t *testing.T) {
 	mustUnlock(t, l, held)
 }
 
-// panickingObserver panics when it hears that a lock was taken by hand-over.
-type panickingObserver struct{ rlock.NopObserver }
+// panickingObserver panics when it hears that a lock was taken, but for the first time.
+type panickingObserver struct {
+	rlock.NopObserver
+	acquired *atomic.Int32
+}
 
-func (panickingObserver) Acquired(e rlock.AcquiredEvent) {
-	if e.HandOff {
+func (o panickingObserver) Acquired(rlock.AcquiredEvent) {
+	if o.acquired.Add(1) > 1 {
 		panic("user bug")
 	}
 }
 
-// The Observer panics on the hand-over of a lock to a waiter: as with a callback, the releaser's Unlock returns
-// and the waiter holds the lock.
+// The Observer panics when the lock passes to a waiter, by hand-over in the releaser's Unlock (or, when the
+// waiter's own attempt was in flight at the release, by that attempt): as with a callback, the releaser's Unlock
+// returns and the waiter holds the lock.
 func TestPanickingObserverLeavesTheHandOverWhole(t *testing.T) {
-	r := newPanicRig(t, panickingObserver{})
+	r := newPanicRig(t, panickingObserver{acquired: new(atomic.Int32)})
 	l := r.c.Lock("p")
 	first := mustLock(t, l, r.ctx)
 	granted := make(chan error, 1)
