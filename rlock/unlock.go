@@ -127,46 +127,6 @@ func (c *Client) unlock(kind holdKind, name string, sh *shard, owner string, via
 	return op
 }
 
-// lostBy says how a hold was lost before an Unlock of it: the cause its held context ended with.
-type lostBy uint8
-
-const (
-	notLost   lostBy = iota
-	lostLock         // ErrLockLost
-	lostLease        // ErrLeaseExpired
-)
-
-// lostBy reports whether h ended because it was lost, and how.
-func (h *hold) lostBy() lostBy {
-	if p := h.gone.Load(); p != nil {
-		switch *p {
-		case ErrLockLost:
-			return lostLock
-		case ErrLeaseExpired:
-			return lostLease
-		}
-	}
-	return notLost
-}
-
-// lostUnlockError is the error of an Unlock through held that the server answered with err: when err is
-// ErrNotHeld and held is a hold of this very lock that this client saw lost before the Unlock, an error matching
-// the loss as well (the op cannot tell: it found no hold to release). It does not block.
-func lostUnlockError(held context.Context, kind holdKind, name string, err error) error {
-	if err != ErrNotHeld || held == nil {
-		return err
-	}
-	if h, ok := held.Value(ownerKey{}).(*hold); ok && h.kind == kind && h.name == name {
-		switch h.lostBy() {
-		case lostLock:
-			return &unlockLostError{cause: ErrLockLost}
-		case lostLease:
-			return &unlockLostError{cause: ErrLeaseExpired}
-		}
-	}
-	return err
-}
-
 // beginLocked prepares the release of one hold of h (nil, or not held any more: nothing recorded here), just
 // before it is sent: the expected count is the one the client knows now, a last hold's renewal stops. Called with
 // the shard mutex held.
