@@ -90,6 +90,10 @@ func (lc *lockCall) releaseLostGrant() {
 // RetryDelay, and reports whether it scheduled it (false: send now).
 func (op *unlockOp) sendLater() bool {
 	op.from = expectLostGrant
+	if op.unsent {
+		op.finishLostGrant(grantNotMade, nil)
+		return true
+	}
 	return op.c.after(op.c.cfg.RetryDelay, func(closed bool) {
 		if closed {
 			op.finishLostGrant(grantNotMade, ErrClosed)
@@ -251,6 +255,26 @@ func (op *unlockOp) finishLostGrant(g lostGrant, err error) {
 	for _, op := range next {
 		op.send()
 	}
+}
+
+// ownerQueuedLocked reports whether a call of owner waits in this client's queue of the lock name (plain and fenced).
+// A release of another client may hand the lock to it at any moment (its attempts do not go out while a lost
+// grant's release is in flight, but that hand-over needs none), and a lost grant's release that expects the
+// owner's only hold cannot tell that grant from its own. So such a release is not sent: if the lost grant was
+// made, the owner holds the lock, nobody can hand it over, and the queued call's next attempt re-enters it (the
+// hold it records is the caller's, the rest doubted and released by its Unlock: lockCall.grantLocked), or, if that
+// call gives up first, the grant ends with its lease. The shard mutex is held.
+func (sh *shard) ownerQueuedLocked(kind holdKind, name, owner string) bool {
+	q := sh.lockQueues[name]
+	if q == nil || kind != kindPlain {
+		return false
+	}
+	for w := q.head; w != nil; w = w.next {
+		if lc, ok := w.call.(*lockCall); ok && lc.owner == owner {
+			return true
+		}
+	}
+	return false
 }
 
 // lostGrantSettledLocked ends op, the release of a lost grant begun while the owner held nothing here, as the

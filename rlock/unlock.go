@@ -52,6 +52,7 @@ type unlockOp struct {
 	from        expectSource // where expect came from
 	attempts    uint8        // retries made
 	unheld      bool         // a lost grant's, queued while the owner held nothing here (releaseLostGrant)
+	unsent      bool         // a lost grant's, not to be sent: the owner has a queued call (ownerQueuedLocked)
 	// observed: an acquire of the same owner found this op in flight or queued and waits for its future
 	// (serial.go), so the op is not recycled. Guarded by the shard mutex.
 	observed bool
@@ -140,6 +141,7 @@ func (op *unlockOp) beginLocked(h *hold) {
 	case !held && op.from == expectLostGrantUnsent:
 		// A lost grant when the owner holds nothing here: its only hold, if made (releaseLostGrant).
 		op.expect, op.lease = 1, c.cfg.watchdogMillis
+		op.unsent = op.sh.ownerQueuedLocked(op.kind, op.name, op.owner)
 		op.sh.serialOfLocked(holdKey{op.name, op.kind.field(op.owner)}).lost = op
 	case !held:
 		// Nothing recorded here: the owner may hold it through another client (WithOwner). Unconditional.
