@@ -33,7 +33,8 @@ import (
 //     answers with the recorded count shows that nothing was granted. Such a release is one of the owner's
 //     serialized commands (serial.go): a re-entry's goes ahead of any release queued meanwhile; a first hold's
 //     goes after the owner's attempts in flight, and the owner's next attempts (a caller trying again after the
-//     unknown outcome) wait for it, since their grant would be the one hold it expects (orphan_reentry.go);
+//     unknown outcome) wait for it, since their grant would be the one hold it expects; it is not sent while a
+//     call of the owner waits in the lock's queue, whose next attempt re-enters the grant (orphan_reentry.go);
 //   - an owner this Client did not make (pinned with WithOwner): other Clients may hold the lock as the same owner,
 //     and their holds cannot be told from the grant, so the grant, if any, is left to its lease (and counted as
 //     such). A later Unlock that ends the owner's holds through this Client and finds more holds on the server
