@@ -76,9 +76,9 @@ const (
 
 // discrepancy is one that has been seen, since first.
 type discrepancy struct {
-	kind     string
-	first    time.Time
-	reported bool
+	kind        string
+	first, last time.Time // the first and the last check that saw it
+	reported    bool
 }
 
 // checker compares beliefs with the server, and records a disagreement when a discrepancy outlasts its bound: the
@@ -158,7 +158,7 @@ func (ck *checker) check(ctx context.Context, name string) error {
 			continue
 		}
 		if kind, still := seen[id]; !still || kind != d.kind {
-			if lasted := now.Sub(d.first); !d.reported && lasted > ck.longest[d.kind] {
+			if lasted := d.last.Sub(d.first); !d.reported && lasted > ck.longest[d.kind] {
 				ck.longest[d.kind] = lasted
 			}
 			delete(ck.open, id)
@@ -167,9 +167,10 @@ func (ck *checker) check(ctx context.Context, name string) error {
 	for id, kind := range seen {
 		d := ck.open[id]
 		if d == nil {
-			ck.open[id] = &discrepancy{kind: kind, first: now}
+			ck.open[id] = &discrepancy{kind: kind, first: now, last: now}
 			continue
 		}
+		d.last = now
 		if lasted := now.Sub(d.first); !d.reported && lasted > ck.bounds[kind] {
 			d.reported = true
 			ck.disagreements = append(ck.disagreements, fmt.Sprintf(

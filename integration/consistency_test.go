@@ -248,7 +248,8 @@ func TestConsistencyUnderAmbiguousFaults(t *testing.T) {
 		"context ended, %d async abandoned, %d other errors; %d through another lock's held context, %d of them "+
 		"again after an unknown outcome); %d ambiguities (%d acquires with an unknown outcome, "+
 		"%d unlocks failed on the transport) from %d faults %v; orphans released %d, left to expire %d; %d checks, "+
-		"%d disagreements; longest discrepancy resolved in time: phantom %v, missing %v, lost %v",
+		"%d disagreements; longest discrepancy resolved in time (first to last check that saw it): phantom %v, "+
+		"missing %v, lost %v",
 		seed, numClients, workersPerClient, ran.Round(time.Second), r.counts.ops.Load(), r.counts.granted.Load(),
 		r.counts.refused.Load(), r.counts.ctxEnded.Load(), r.counts.abandoned.Load(), r.counts.otherErrs.Load(),
 		r.counts.nested.Load(), r.counts.nestedRetried.Load(),
