@@ -55,9 +55,9 @@ const (
 	// missingBound is the longest lease a hold of the test has (the watchdog's), and a second for the last reply.
 	ccMissingBound = ccWatchdog + time.Second
 	// lostBound is for a hold missing on the server while no Unlock of it is in flight, which nothing explains but
-	// a client that released or lost a hold its caller still counts on. It absorbs only the clocks' granularity: the
-	// server counts leases in whole milliseconds, and the shortest leases of the test keep a margin of 2 ms.
-	ccLostBound = 10 * time.Millisecond
+	// a client that released or lost a hold its caller still counts on. Such a client may learn it from a reply,
+	// which the faults delay up to the response timeout: the bound.
+	ccLostBound = ccResponseTimeout
 	// hangBound is how long a session may take to end once the run stops: its calls are bounded by their
 	// contexts (2 s), their waits and the transport's timeouts and retries, well within it.
 	ccHangBound = time.Minute
