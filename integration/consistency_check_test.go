@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,7 +22,8 @@ type holdID struct{ name, field string }
 type belief struct {
 	held      context.Context
 	count     int
-	releasing bool // an Unlock of it is in flight: the server may have released a hold the caller still counts
+	releasing bool     // an Unlock of it is in flight: the server may have released a hold the caller still counts
+	hist      []string // what the caller did, as far as the belief (the session appends beyond it)
 }
 
 // beliefs are every caller's beliefs, by hold. Safe for concurrent use.
@@ -30,15 +32,15 @@ type beliefs struct {
 	m  map[holdID]*belief
 }
 
-// set records that the caller of held believes it holds id count times (0: nothing).
-func (b *beliefs) set(id holdID, held context.Context, count int) {
+// set records that the caller of held believes it holds id count times (0: nothing), after hist.
+func (b *beliefs) set(id holdID, held context.Context, count int, hist []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if count <= 0 {
 		delete(b.m, id)
 		return
 	}
-	b.m[id] = &belief{held: held, count: count}
+	b.m[id] = &belief{held: held, count: count, hist: hist}
 }
 
 // releasing records that the caller is releasing one of its holds of id (until the next set).
@@ -50,19 +52,17 @@ func (b *beliefs) releasing(id holdID) {
 	}
 }
 
-// of returns the live beliefs about the lock name, by field, and the fields being released: a belief whose held
-// context ended is none.
-func (b *beliefs) of(name string) (counts map[string]int, releasing map[string]bool) {
+// of returns the live beliefs about the lock name, by field: a belief whose held context ended is none.
+func (b *beliefs) of(name string) map[string]belief {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	counts, releasing = map[string]int{}, map[string]bool{}
+	out := map[string]belief{}
 	for id, bl := range b.m {
 		if id.name == name && bl.held.Err() == nil {
-			counts[id.field] = bl.count
-			releasing[id.field] = bl.releasing
+			out[id.field] = *bl
 		}
 	}
-	return counts, releasing
+	return out
 }
 
 // A discrepancy is a field whose server count and live belief differ: a phantom (the server holds more than any
@@ -128,26 +128,26 @@ func (ck *checker) serverHolds(ctx context.Context, name string) (map[string]int
 // stops believing). A phantom (a grant not believed in yet, a release whose reply was lost) is compared with the
 // beliefs after; both kinds of short-lived discrepancies are allowed by the bounds.
 func (ck *checker) check(ctx context.Context, name string) error {
-	before, releasingBefore := ck.beliefs.of(name)
+	before := ck.beliefs.of(name)
 	server, err := ck.serverHolds(ctx, name)
 	if err != nil {
 		return err
 	}
-	believed, releasing := ck.beliefs.of(name)
+	believed := ck.beliefs.of(name)
 	now := time.Now()
 	ck.mu.Lock()
 	defer ck.mu.Unlock()
 	ck.checks++
 	seen := map[holdID]string{}
 	for f, n := range server {
-		if n > believed[f] {
+		if n > believed[f].count {
 			seen[holdID{name, f}] = phantom
 		}
 	}
-	for f, n := range believed {
-		switch n = min(n, before[f]); {
+	for f, bl := range believed {
+		switch n := min(bl.count, before[f].count); {
 		case server[f] >= n:
-		case releasing[f] || releasingBefore[f]:
+		case bl.releasing || before[f].releasing:
 			seen[holdID{name, f}] = missing
 		default:
 			seen[holdID{name, f}] = lost
@@ -173,9 +173,11 @@ func (ck *checker) check(ctx context.Context, name string) error {
 		d.last = now
 		if lasted := now.Sub(d.first); !d.reported && lasted > ck.bounds[kind] {
 			d.reported = true
+			bl := believed[id.field]
 			ck.disagreements = append(ck.disagreements, fmt.Sprintf(
-				"%s hold of %s field %s for %v (bound %v): server %d, live belief %d",
-				kind, id.name, id.field, lasted.Round(time.Millisecond), ck.bounds[kind], server[id.field], believed[id.field]))
+				"%s hold of %s field %s for %v (bound %v): server %d, live belief %d (%s)",
+				kind, id.name, id.field, lasted.Round(time.Millisecond), ck.bounds[kind], server[id.field], bl.count,
+				strings.Join(bl.hist, "; ")))
 		}
 	}
 	return nil

@@ -355,7 +355,7 @@ func (r *ccRun) newSession(tg ccTarget, held context.Context, form string) *ccSe
 	if tg.write {
 		s.id.field += ":write"
 	}
-	r.beliefs.set(s.id, held, 1)
+	r.beliefs.set(s.id, held, 1, s.hist)
 	return s
 }
 
@@ -372,7 +372,7 @@ func (s *ccSession) reenter(ctx context.Context, rng *rand.Rand, l ccLockAPI, n 
 			s.held, s.count = again, 1
 		}
 		s.hist = append(s.hist, fmt.Sprintf("re-entry by %s: %s, count %d", form, errText(err), s.count))
-		s.r.beliefs.set(s.id, s.held, s.count)
+		s.r.beliefs.set(s.id, s.held, s.count, s.hist)
 		s.r.check(ctx, s.tg.name)
 	}
 }
@@ -463,7 +463,7 @@ func (s *ccSession) unlockAll(ctx context.Context, l ccLockAPI) {
 			s.count--
 		}
 		s.hist = append(s.hist, fmt.Sprintf("Unlock: %s, count %d", errText(err), s.count))
-		r.beliefs.set(s.id, s.held, s.count)
+		r.beliefs.set(s.id, s.held, s.count, s.hist)
 		r.check(ctx, s.tg.name)
 	}
 	if s.held.Err() == nil {
