@@ -30,14 +30,7 @@ type holdSerial struct {
 // busyLocked reports whether a release of h must wait: a release of h or an acquire attempt of its owner is in
 // flight, or releases are queued before it. The shard mutex is held.
 func (sh *shard) busyLocked(h *hold) bool {
-	if h.releasing != nil {
-		return true
-	}
-	if len(sh.serial) == 0 {
-		return false
-	}
-	s := sh.serial[h.key()]
-	return s != nil && (s.acquires > 0 || len(s.waiting) > 0 || s.lost != nil)
+	return h.releasing != nil || sh.serialBusyLocked(h.key())
 }
 
 // queueReleaseLocked queues op, a release of h, to be begun and sent when nothing else of its owner is in flight:
@@ -55,6 +48,9 @@ func (sh *shard) queueReleaseLocked(h *hold, op *unlockOp, ahead bool) {
 // acquire attempt of the owner or a lost grant's release is in flight, or releases are queued. The shard mutex is
 // held.
 func (sh *shard) serialBusyLocked(key holdKey) bool {
+	if len(sh.serial) == 0 {
+		return false
+	}
 	s := sh.serial[key]
 	return s != nil && (s.acquires > 0 || len(s.waiting) > 0 || s.lost != nil)
 }
