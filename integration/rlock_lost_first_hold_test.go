@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -82,11 +83,12 @@ func awaitScriptCalls(t *testing.T, mon *monitored, lock, owner string, acquires
 	t.Helper()
 	acquire, _ := rlock.LookupScript(rlock.ScriptLockAcquire)
 	release, _ := rlock.LookupScript(rlock.ScriptLockRelease)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var ops []string
+	var ops []string
+	eventually(t, 5*time.Second, fmt.Sprintf("%d acquires of %s by the owner", acquires, lock), func() bool {
+		ops = ops[:0]
 		n := 0
 		mon.mu.Lock()
+		defer mon.mu.Unlock()
 		for _, c := range mon.cmds {
 			// EVALSHA sha 4 lock queue deadlines channel ARGV...: the acquire's owner is ARGV[2], the release's ARGV[1].
 			if len(c) < 9 || !strings.EqualFold(c[0], "EVALSHA") || c[3] != lock {
@@ -100,13 +102,7 @@ func awaitScriptCalls(t *testing.T, mon *monitored, lock, owner string, acquires
 				ops = append(ops, "release")
 			}
 		}
-		mon.mu.Unlock()
-		if n >= acquires {
-			return ops
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the server ran %d acquires of %s by the owner (%v), want %d", n, lock, ops, acquires)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n >= acquires
+	})
+	return ops
 }
