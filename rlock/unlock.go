@@ -36,8 +36,9 @@ type unlockOp struct {
 
 	expect int64  // hold count the owner is expected to have; 0: unknown (no local hold)
 	lease  string // lease re-armed by a partial release
-	// sentAt is when the attempt in flight was sent; for a last hold's release without a next waiter, which does
-	// not need it, when the Unlock began (set only for the Observer: ReleasedEvent.Took).
+	// sentAt is when the attempt in flight was sent, or the earlier one that may have run (retried); for a last
+	// hold's release without a next waiter, which does not need it, when the Unlock began (set only for the
+	// Observer: ReleasedEvent.Took).
 	sentAt time.Duration
 	// readLeft is what a read release reported of the owner's remaining read holds: the longest one's remaining
 	// lease (0 or less: none left on the server). Valid when hasReadLeft.
@@ -242,14 +243,17 @@ func (op *unlockOp) send() {
 	if op.from == expectLostGrantUnsent && op.sendLater() {
 		return
 	}
-	if !op.final {
-		op.sentAt = c.now() // what a partial release re-arms is counted from here; a last release re-arms nothing
+	// What a partial release re-arms, and the lease of a next waiter it grants, count from the sending of the
+	// attempt that ran. After an ambiguous failure that may be the earlier attempt, whose effect a retry only
+	// reports (its count no longer matches; it finds the waiter granted): sentAt then stays the earlier sending.
+	// A last release without a next waiter re-arms nothing.
+	if !op.retried && (!op.final || op.next != nil) {
+		op.sentAt = c.now()
 	}
 	if op.kind == kindPlain {
 		// The lock's hot path, written out so that the arguments stay on the stack.
 		exp := strconv.FormatInt(op.expect, 10)
 		if next := op.next; next != nil {
-			op.sentAt = c.now()     // the next waiter's lease, if the release grants it, counts from here
 			k := plainKeys(op.name) // on the stack: Eval encodes it at once
 			future.Follow(op.relay(), c.conn.Eval(background, releaseScript, k[:], op.owner, exp, op.lease,
 				next.owner, next.specArg(next.prefer), c.pub()), op.callback())
