@@ -58,7 +58,8 @@
 //     through, or was force-unlocked), or an Unlock found it so.
 //   - ErrLeaseExpired: the lease ran out locally: a lease lock reached its end, or no renewal of a watchdog lock was
 //     confirmed within the lease (the server is unreachable or too slow). The lease is counted from when the
-//     confirmed command was sent, and the context is cancelled slightly before that end (two timer ticks plus 1% of
+//     confirmed command was sent (for a retry that only confirms what an earlier attempt did, from when that
+//     attempt was sent), and the context is cancelled slightly before that end (two timer ticks plus 1% of
 //     the lease), so it is never trusted past the point where the server could let another owner in, whatever the
 //     network does. A command that may shorten the lease on the server (a re-entry with a shorter lease, which
 //     sets it as Redisson's does) moves the end when it is sent, whether or not its reply arrives.
