@@ -125,7 +125,8 @@ func (ck *checker) serverHolds(ctx context.Context, name string) (map[string]int
 // check compares the lock name once. The beliefs are read before and after the server: a grant is on the server
 // before its caller believes in it, so a hold believed in both before and after the server was read was on the
 // server when it was read, unless an Unlock of it was in flight (a release leaves the server before its caller
-// stops believing). A phantom (a grant not believed in yet, a release whose reply was lost) is compared with the
+// stops believing). Both reads must be of the same grant: an owner that released its hold and was granted the
+// lock again in between (a retry through the same held context of another lock) holds it under the same field. A phantom (a grant not believed in yet, a release whose reply was lost) is compared with the
 // beliefs after; both kinds of short-lived discrepancies are allowed by the bounds.
 func (ck *checker) check(ctx context.Context, name string) error {
 	before := ck.beliefs.of(name)
@@ -145,7 +146,11 @@ func (ck *checker) check(ctx context.Context, name string) error {
 		}
 	}
 	for f, bl := range believed {
-		switch n := min(bl.count, before[f].count); {
+		n := 0 // believed since before the server was read: by the same grant (its held context) in both reads
+		if b, ok := before[f]; ok && b.held == bl.held {
+			n = min(bl.count, b.count)
+		}
+		switch {
 		case server[f] >= n:
 		case bl.releasing || before[f].releasing:
 			seen[holdID{name, f}] = missing
