@@ -85,6 +85,9 @@ func (l *link) read(src net.Conn, ch chan<- chunk, dir int) {
 			f.mu.Lock()
 			held := f.withhold[dir]
 			f.mu.Unlock()
+			if held {
+				l.p.withheld[dir].Add(int64(n))
+			}
 			select {
 			case ch <- chunk{data: buf[:n], at: time.Now(), held: held}:
 			case <-l.done:

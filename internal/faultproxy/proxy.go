@@ -26,7 +26,8 @@ type Proxy struct {
 	closed bool
 
 	accepted atomic.Int64
-	wg       sync.WaitGroup // the accept loop and every link's run
+	withheld [2]atomic.Int64 // bytes read while their direction was withheld, by direction
+	wg       sync.WaitGroup  // the accept loop and every link's run
 }
 
 // New listens on 127.0.0.1 on a free port and forwards each accepted
@@ -178,6 +179,15 @@ func (p *Proxy) Active() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.links)
+}
+
+// Withheld returns how many bytes the proxy has read and withheld (Withhold)
+// in the given direction(s) so far: a test waits for it to grow to know that
+// a reply was taken out of the way before it lifts the fault.
+func (p *Proxy) Withheld(dir Direction) int64 {
+	var n int64
+	forDirs(dir, func(i int) { n += p.withheld[i].Load() })
+	return n
 }
 
 // Accepted returns how many connections the proxy has accepted in total.

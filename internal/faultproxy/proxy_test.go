@@ -176,6 +176,8 @@ func TestWithholdLosesTheRepliesOfOneConnection(t *testing.T) {
 	a.send("SET", "k", "v")
 	_, err := a.line(200 * time.Millisecond)
 	require.True(t, isTimeout(err), "reply must be withheld: %v", err)
+	assert.Equal(t, int64(len("+OK\r\n")), p.Withheld(Downstream), "the withheld reply is counted")
+	assert.Zero(t, p.Withheld(Upstream), "nothing was withheld upstream")
 	v, err := srv.DoString(ctx(t), "GET", "k")
 	require.NoError(t, err)
 	assert.Equal(t, "v", v, "the request went through")
