@@ -18,7 +18,7 @@ import (
 // so the held context it leaves must end no later than the server's lease, not a response timeout and a retry delay
 // after it.
 
-// releaseRetryRig is a client behind a proxy whose replies time out after 200 ms and are retried 100 ms later.
+// releaseRetryRig is a client behind a proxy whose replies time out after 500 ms and are retried 100 ms later.
 type releaseRetryRig struct {
 	srv *redistest.Server
 	px  *faultproxy.Proxy
@@ -32,7 +32,7 @@ func newReleaseRetryRig(t *testing.T) *releaseRetryRig {
 	r := &releaseRetryRig{srv: redistest.Start(t), ctx: ctxT(t, 30*time.Second)}
 	r.px = faultproxy.Start(t, r.srv.Addr())
 	c, err := rlock.NewClient(rlock.Config{RetryDelay: 100 * time.Millisecond,
-		Conn: conn.Config{Addr: r.px.Addr(), ResponseTimeout: 200 * time.Millisecond}})
+		Conn: conn.Config{Addr: r.px.Addr(), ResponseTimeout: 500 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +43,16 @@ func newReleaseRetryRig(t *testing.T) *releaseRetryRig {
 }
 
 // unlockUnanswered unlocks held while the proxy withholds the replies, until the server shows that the release
-// ran (ran), and returns the Unlock's error once its retry was answered.
+// ran (ran) and the proxy took its reply out of the way, and returns the Unlock's error once its retry was
+// answered.
 func (r *releaseRetryRig) unlockUnanswered(t *testing.T, held context.Context, ran func() bool) error {
 	t.Helper()
 	r.px.Withhold(faultproxy.Downstream)
 	done := make(chan error, 1)
 	go func() { done <- r.l.Unlock(held) }()
-	eventually(t, 5*time.Second, "the release to run on the server", ran)
+	eventually(t, 5*time.Second, "the release to run on the server and its reply to be withheld", func() bool {
+		return ran() && r.px.Withheld(faultproxy.Downstream) > 0
+	})
 	r.px.Release(faultproxy.Downstream) // the retry's connection is answered
 	select {
 	case err := <-done:
@@ -109,8 +112,8 @@ func TestReleaseRetriedCountsTheNextWaitersLeaseFromTheAttemptThatRan(t *testing
 		t.Fatalf("a waiter's TryLock = %v, want ErrNotAcquired", err)
 	}
 	go func() {
-		// A 3 s lease: the waiter refreshes its queue entry every second, not while the release is in flight.
-		h, err := r.l.TryLock(r.ctx, 10*time.Second, 3*time.Second)
+		// A 6 s lease: the waiter refreshes its queue entry every 2 s, not while the release is in flight.
+		h, err := r.l.TryLock(r.ctx, 10*time.Second, 6*time.Second)
 		waited <- result{h, err}
 	}()
 	eventually(t, 5*time.Second, "the waiter to be queued, and told so", func() bool {
