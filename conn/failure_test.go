@@ -168,6 +168,11 @@ func TestResponseTimeoutResetsTheConnection(t *testing.T) {
 			t.Fatalf("err = %v; want a timeout ConnError (ErrTimeout, context.DeadlineExceeded)", err)
 		}
 	}
+	// The server sleeps for a second: a command sent before it wakes may time out as well (on a connection that
+	// is ready at once, such as the idle client's latency lane). Once it answers again, the client serves.
+	if _, err := srv.Do(ctx, "PING"); err != nil {
+		t.Fatalf("the server after DEBUG SLEEP: %v", err)
+	}
 	if v, err := c.Do(ctx, "PING").Get(ctx); err != nil || v.Str != "PONG" {
 		t.Fatalf("PING after the reset = %v, %v", v, err)
 	}
