@@ -163,6 +163,9 @@ func (rt *router) reroute(rs []*resend) {
 			}
 			n := rt.topo.redirect(slot, addr, r.kind == refuseMoved)
 			if n == nil {
+				if rt.c.closed.Load() {
+					r.last = ErrClosed // a redirection that arrives after Close ends the command as Close does
+				}
 				r.giveUp()
 				continue
 			}
