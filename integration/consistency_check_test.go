@@ -126,8 +126,9 @@ func (ck *checker) serverHolds(ctx context.Context, name string) (map[string]int
 // before its caller believes in it, so a hold believed in both before and after the server was read was on the
 // server when it was read, unless an Unlock of it was in flight (a release leaves the server before its caller
 // stops believing). Both reads must be of the same grant: an owner that released its hold and was granted the
-// lock again in between (a retry through the same held context of another lock) holds it under the same field. A phantom (a grant not believed in yet, a release whose reply was lost) is compared with the
-// beliefs after; both kinds of short-lived discrepancies are allowed by the bounds.
+// lock again in between (a retry through the same held context of another lock) holds it under the same field.
+// A phantom (a grant not believed in yet, a release whose reply was lost) is compared with the beliefs after;
+// both kinds of short-lived discrepancies are allowed by the bounds.
 func (ck *checker) check(ctx context.Context, name string) error {
 	before := ck.beliefs.of(name)
 	server, err := ck.serverHolds(ctx, name)
