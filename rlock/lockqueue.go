@@ -163,17 +163,44 @@ func (lc *lockCall) refreshEvery() time.Duration {
 func (lc *lockCall) attemptSpec() string { return lc.specArg(lc.queued) }
 
 // queuedRefusal decodes a queued waiter's refusal: the head waits for the lock's release, bounded by its PTTL and
-// its refresh interval; a waiter behind it only for its refresh.
+// its refresh interval; a waiter behind it only for its refresh. A waiter queued again (its entry was gone) is
+// told so apart (scripts.RequeuedNotHead).
 func (lc *lockCall) queuedRefusal(ms int64) outcome {
 	every := lc.refreshEvery()
-	if ms == scripts.QueuedNotHead {
+	switch {
+	case ms == scripts.QueuedNotHead:
 		return outcome{bound: every, queued: true}
+	case ms == scripts.RequeuedNotHead:
+		return outcome{bound: every, queued: true, requeued: true}
+	case ms <= scripts.RequeuedHeadBase+2:
+		return outcome{bound: min(ttlBound(scripts.RequeuedHeadBase-ms), every), queued: true, requeued: true}
 	}
 	return outcome{bound: min(ttlBound(ms), every), queued: true}
 }
 
 // The grant messages. A client's grant channel carries "g<nonce>" (the waiter with that nonce holds the lock now)
 // and "w<nonce>" (it should attempt now).
+//
+// A grant message is taken for the grant when it comes after the waiter's latest refused attempt was sent: the
+// grant came after that attempt ran (a grant takes the entry out of the queue, and an attempt that finds the
+// grant's hold claims it), so its lease counts from that sending at the latest. One case breaks the rule: a
+// message late enough that the grant's lease ended unclaimed before that attempt ran, which then found its entry
+// gone and queued the waiter again. Taken for a grant, it would hand the caller a lock that another owner may hold
+// by then. The script tells such a refusal apart (scripts.RequeuedNotHead), and from then on the waiter doubts
+// grant messages: each one only makes it attempt, which claims a grant still live (its lease re-armed from that
+// attempt) and is refused otherwise. The cost, one round trip per grant, falls on a waiter whose entry was lost.
+
+// grantNews is what a waiting lock call heard on its client's grant channel.
+type grantNews uint8
+
+const (
+	// grantAnnounced: a grant to the call was announced while its attempt was in flight, so that attempt's refusal
+	// is a grant (unless grantsDoubted).
+	grantAnnounced grantNews = 1 << iota
+	// grantsDoubted: a refusal queued the call again (outcome.requeued): a grant message may announce a grant whose
+	// lease ended before that attempt ran, and only makes the call attempt.
+	grantsDoubted
+)
 
 // onGrantMessage handles a message on q's grant channel, or the news that it was subscribed again. It runs on the
 // event loop.
@@ -212,9 +239,9 @@ func (q *queue) deliverLocked(nonce uint64, digits string, granted bool) (*waite
 		}
 		switch w.state {
 		case wIdle:
-			if granted {
+			if granted && w.grantNews&grantsDoubted == 0 {
 				// Settled as the reply of an attempt would be; the grant came after its last refused attempt ran
-				// (sentAt still says when that was sent).
+				// (sentAt still says when that was sent). A waiter that doubts grant messages attempts instead.
 				w.state = wAttempting
 				w.stopTimerLocked()
 				return w, true
@@ -225,7 +252,7 @@ func (q *queue) deliverLocked(nonce uint64, digits string, granted bool) (*waite
 		case wAttempting, wGranting:
 			// Learnt when the attempt's reply, or the reply of the release that names it, comes.
 			if granted {
-				w.grantMsg = true
+				w.grantNews |= grantAnnounced
 			} else {
 				w.again = true
 			}
@@ -375,13 +402,17 @@ func (lc *lockCall) resumeAfterRelease() {
 		lc.fail(err)
 		return
 	}
-	if w.grantMsg {
-		// Granted by someone else's release while this client's release named it (after its last refused attempt).
-		w.grantMsg = false
-		w.state = wAttempting
-		sh.mu.Unlock()
-		lc.settle(lc.grantedByOther(), false)
-		return
+	if w.grantNews&grantAnnounced != 0 {
+		// Granted by someone else's release while this client's release named it (after its last refused attempt),
+		// unless the waiter doubts grant messages: its next attempt claims the grant then.
+		w.grantNews &^= grantAnnounced
+		if w.grantNews&grantsDoubted == 0 {
+			w.state = wAttempting
+			sh.mu.Unlock()
+			lc.settle(lc.grantedByOther(), false)
+			return
+		}
+		w.again = true
 	}
 	w.state = wIdle
 	attempt := false

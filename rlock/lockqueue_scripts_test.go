@@ -438,3 +438,34 @@ func TestAReleaseThatFreesTheLockEndsTheRunOfHandOvers(t *testing.T) {
 		t.Fatalf("the run's start %d survived a free lock", got)
 	}
 }
+
+func TestAWaiterWhoseEntryIsGoneIsToldItWasQueuedAgain(t *testing.T) {
+	srv := newScriptServer(t)
+	keys := plainKeysOf("lock")
+	const g = "g10000"
+	wantBulk(t, "A acquires", queueAttempt(srv, "lock", ownerA, g, false), "1")
+	wantIntIn(t, "C queued as the head", queueAttempt(srv, "lock", ownerC, g, false), 1, queueLease.Milliseconds())
+	wantInt(t, "release to C", releaseRaw(t, srv, "lock", ownerA, 1, queueLease), 2)
+	srv.do("DEL", "lock") // C's grant ran out unclaimed (its message came late)
+	wantBulk(t, "A takes it again", queueAttempt(srv, "lock", ownerA, g, false), "1")
+
+	// C's next attempt finds its entry gone: queued again as the head, and told so with A's PTTL as its bound.
+	r := queueAttempt(srv, "lock", ownerC, g, true)
+	if r.Kind != redistest.KindInt || r.Int > scripts.RequeuedHeadBase+2 {
+		t.Fatalf("C's attempt after its grant ran out: %s, want a re-queued head's reply", r)
+	}
+	if bound := scripts.RequeuedHeadBase - r.Int; bound < queueLease.Milliseconds()-5000 || bound > queueLease.Milliseconds() {
+		t.Fatalf("the re-queued head's bound is %d ms, want A's PTTL", bound)
+	}
+	// Its next refresh finds it queued: a plain refusal.
+	wantIntIn(t, "C's refresh", queueAttempt(srv, "lock", ownerC, g, true), 1, queueLease.Milliseconds())
+
+	// B, dropped from behind C (as a dead waiter is), is queued again behind it and told so.
+	wantInt(t, "B queued behind C", queueAttempt(srv, "lock", ownerB, g, false), scripts.QueuedNotHead)
+	srv.do("LREM", keys[keyQueue], "0", entryOf(ownerB, g))
+	srv.do("ZREM", keys[keyDeadlines], entryOf(ownerB, g))
+	wantInt(t, "B's refresh", queueAttempt(srv, "lock", ownerB, g, true), scripts.RequeuedNotHead)
+	if q := srv.strs("LRANGE", keys[keyQueue], "0", "-1"); len(q) != 2 || q[1] != entryOf(ownerB, g) {
+		t.Fatalf("queue %q, want B behind C", q)
+	}
+}

@@ -112,6 +112,7 @@ type outcome struct {
 	hopeless bool
 	handoff  bool // granted by someone else's script: a release, or an attempt that found the lock free
 	queued   bool // refused, and the call is queued on the server (plain and fenced locks)
+	requeued bool // refused, and queued again: the call's entry was gone (scripts.RequeuedNotHead)
 	// lease is the lease a grant by someone else's script applied (the call's grant lease); 0: the call's own.
 	lease time.Duration
 	err   error
@@ -144,9 +145,8 @@ type waiter struct {
 	watched    bool  // registered with its context's watch once (ctxwatch.go)
 	watchHit   bool  // its context ended while it was watched: the watch abandons it
 	queued     bool  // the server queued the call (a refusal said so): it must leave the queue if it gives up
-	// grantMsg: a grant to the call (a lock call) was announced while its attempt was in flight, so that attempt's
-	// refusal is a grant (lockqueue.go).
-	grantMsg bool
+	// grantNews is what the call's client heard on its grant channel (a lock call's; lockqueue.go).
+	grantNews grantNews
 	// prefer: named as next waiter by a release of this client that may grant it before the queue's head
 	// (queue.preferNextLocked); set with wGranting.
 	prefer         bool
@@ -223,12 +223,21 @@ func (w *waiter) settle(o outcome, _ bool) {
 		}
 		return
 	}
-	if w.grantMsg && !o.granted && o.err == nil {
+	if o.requeued {
+		w.grantNews |= grantsDoubted
+	}
+	if w.grantNews&grantAnnounced != 0 && !o.granted && o.err == nil {
 		// A grant was announced while this attempt was in flight, and the attempt was refused: it ran before the
 		// grant (it would have found and claimed the hold otherwise), so the grant's lease counts from its sending
-		// at the latest. (An attempt that failed leaves the queue instead, which gives the grant back.)
-		w.grantMsg = false
-		o = w.call.(*lockCall).grantedByOther()
+		// at the latest — unless the call was ever queued again: the grant may then be one whose lease ended
+		// before the attempt ran, and the next attempt claims it if it is live. (An attempt that failed leaves the
+		// queue instead, which gives the grant back.)
+		w.grantNews &^= grantAnnounced
+		if w.grantNews&grantsDoubted != 0 {
+			w.again = true
+		} else {
+			o = w.call.(*lockCall).grantedByOther()
+		}
 	}
 	if o.err != nil {
 		if w.retryLocked(o.err) {
@@ -307,7 +316,7 @@ func (w *waiter) settle(o outcome, _ bool) {
 		joined = true
 		if w.serverQueue {
 			if granted, found := q.takePendingLocked(w); found {
-				if granted {
+				if granted && w.grantNews&grantsDoubted == 0 {
 					// Announced before this refusal arrived: the attempt ran before the grant.
 					w.state = wAttempting
 					sh.mu.Unlock()

@@ -229,6 +229,17 @@ func millis(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(),
 // nothing), and a refused try its PTTL as ever.
 const QueuedNotHead = -3
 
+// A waiter that was queued (its claim flag "1") and whose attempt finds its entry gone — granted the lock meanwhile
+// (the grant's lease then ended unclaimed, or its hold was taken away), or dropped after the liveness window — is
+// queued again at the tail and told so: RequeuedNotHead behind another waiter, RequeuedHeadBase minus its bound (a
+// PTTL of at least -2, so the reply is at most RequeuedHeadBase+2) as the head. A grant message its client receives
+// afterwards may then announce the grant that ended before this attempt ran, not a new one: the client must claim
+// it by another attempt rather than take it.
+const (
+	RequeuedNotHead  = -4
+	RequeuedHeadBase = -7
+)
+
 // The names of the plain lock's queue keys (the queue of entries, their deadlines) and the prefix of its clients'
 // grant channels, kept beside the lock in its hash slot. They are rlock's own (a Redisson client neither reads nor
 // writes them), hence their prefix.
@@ -274,7 +285,8 @@ var LockAcquire = Script{
 		publishArg},
 	Reply: "a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a " +
 		"key without expiry, -2: none) for a try and for the head of the queue (or the time left of a gap), -3 " +
-		"(QueuedNotHead) for a waiter queued behind the head",
+		"(QueuedNotHead) for a waiter queued behind the head; -4 (RequeuedNotHead) or RequeuedHeadBase minus the " +
+		"bound for a waiter whose claim flag is \"1\" and whose entry was queued again",
 	Source: queuedAcquire(lockGrantLua, lockClaimLua),
 }
 
@@ -363,8 +375,13 @@ end
 bound = bound or redis.call('pttl', KEYS[1])
 if not entry then return bound end
 if redis.call('zadd', KEYS[3], now + `+queueLivenessMillis+`, entry) == 1 then
-  if redis.call('rpush', KEYS[2], entry) > 1 then return `+strconv.Itoa(QueuedNotHead)+` end
-  redis.call('persist', KEYS[3])
+  local behind = redis.call('rpush', KEYS[2], entry) > 1
+  if not behind then redis.call('persist', KEYS[3]) end
+  if claim == '1' then
+    if behind then return `+strconv.Itoa(RequeuedNotHead)+` end
+    return `+strconv.Itoa(RequeuedHeadBase)+` - bound
+  end
+  if behind then return `+strconv.Itoa(QueuedNotHead)+` end
   return bound
 end
 if redis.call('lindex', KEYS[2], 0) == entry then return bound end
