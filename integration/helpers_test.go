@@ -86,9 +86,18 @@ func doneCause(t testing.TB, ctx context.Context, d time.Duration) error {
 // through asynchronous work no event reports.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	eventuallyShowing(t, d, what, cond, func() string { return "" })
+}
+
+// eventuallyShowing is eventually with what was seen, which the failure shows (seen is called after cond).
+func eventuallyShowing(t testing.TB, d time.Duration, what string, cond func() bool, seen func() string) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if s := seen(); s != "" {
+				what += " (seen: " + s + ")"
+			}
 			t.Fatalf("timed out after %v waiting for %s", d, what)
 		}
 		time.Sleep(5 * time.Millisecond)

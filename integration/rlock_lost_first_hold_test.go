@@ -84,7 +84,7 @@ func awaitScriptCalls(t *testing.T, mon *monitored, lock, owner string, acquires
 	acquire, _ := rlock.LookupScript(rlock.ScriptLockAcquire)
 	release, _ := rlock.LookupScript(rlock.ScriptLockRelease)
 	var ops []string
-	eventually(t, 5*time.Second, fmt.Sprintf("%d acquires of %s by the owner", acquires, lock), func() bool {
+	eventuallyShowing(t, 5*time.Second, fmt.Sprintf("%d acquires of %s by the owner", acquires, lock), func() bool {
 		ops = ops[:0]
 		n := 0
 		mon.mu.Lock()
@@ -103,6 +103,6 @@ func awaitScriptCalls(t *testing.T, mon *monitored, lock, owner string, acquires
 			}
 		}
 		return n >= acquires
-	})
+	}, func() string { return strings.Join(ops, ", ") })
 	return ops
 }
