@@ -197,3 +197,25 @@ func TestHeadGrantedAnExclusiveLockMakesTheNextWaitForItsRelease(t *testing.T) {
 		t.Fatal("the next head has no bound: it would wait for a release message alone")
 	}
 }
+
+func TestQueuedRefusalsTellAWaiterQueuedAgainApart(t *testing.T) {
+	lc := &lockCall{lease: 4500 * time.Millisecond} // refreshes every 1.5 s
+	for _, tc := range []struct {
+		reply    int64
+		bound    time.Duration
+		requeued bool
+	}{
+		{scripts.QueuedNotHead, 1500 * time.Millisecond, false},
+		{250, 250 * time.Millisecond, false},
+		{5000, 1500 * time.Millisecond, false},
+		{scripts.RequeuedNotHead, 1500 * time.Millisecond, true},
+		{scripts.RequeuedHeadBase - 250, 250 * time.Millisecond, true},
+		{scripts.RequeuedHeadBase - 5000, 1500 * time.Millisecond, true},
+		{scripts.RequeuedHeadBase + 2, recheckBound, true}, // a PTTL of -2: the lock is free
+	} {
+		o := lc.queuedRefusal(tc.reply)
+		if !o.queued || o.granted || o.bound != tc.bound || o.requeued != tc.requeued {
+			t.Errorf("queuedRefusal(%d) = %+v, want queued, bound %v, requeued %v", tc.reply, o, tc.bound, tc.requeued)
+		}
+	}
+}
