@@ -82,6 +82,7 @@ func (l *link) read(src net.Conn, ch chan<- chunk, dir int) {
 		buf := make([]byte, chunkSize)
 		n, err := src.Read(buf)
 		if n > 0 {
+			l.p.read[dir].Add(int64(n))
 			f.mu.Lock()
 			held := f.withhold[dir]
 			f.mu.Unlock()

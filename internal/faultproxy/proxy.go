@@ -27,6 +27,7 @@ type Proxy struct {
 
 	accepted atomic.Int64
 	withheld [2]atomic.Int64 // bytes read while their direction was withheld, by direction
+	read     [2]atomic.Int64 // bytes read, by direction
 	wg       sync.WaitGroup  // the accept loop and every link's run
 }
 
@@ -187,6 +188,14 @@ func (p *Proxy) Active() int {
 func (p *Proxy) Withheld(dir Direction) int64 {
 	var n int64
 	forDirs(dir, func(i int) { n += p.withheld[i].Load() })
+	return n
+}
+
+// Read returns how many bytes the proxy has read in the given direction(s) so far, whether it delivered them yet
+// or not: a test that stalled a direction waits for it to grow to know that the client sent something meanwhile.
+func (p *Proxy) Read(dir Direction) int64 {
+	var n int64
+	forDirs(dir, func(i int) { n += p.read[i].Load() })
 	return n
 }
 

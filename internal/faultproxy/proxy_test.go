@@ -152,9 +152,13 @@ func TestStallHoldsRepliesWithoutClosing(t *testing.T) {
 	assert.Equal(t, "+OK\r\n", got)
 
 	p.Stall(Upstream)
+	before := p.Read(Upstream)
 	c.send("SET", "k2", "v2")
 	_, err = c.line(200 * time.Millisecond)
 	require.True(t, isTimeout(err))
+	sent := int64(len("*3\r\n$3\r\nSET\r\n$2\r\nk2\r\n$2\r\nv2\r\n"))
+	assert.Eventually(t, func() bool { return p.Read(Upstream) == before+sent }, 5*time.Second, time.Millisecond,
+		"the stalled request is read, and counted")
 	_, err = srv.DoString(ctx(t), "GET", "k2")
 	assert.ErrorIs(t, err, redistest.ErrNil, "a stalled request must not reach the server")
 	p.Restore()
