@@ -143,12 +143,12 @@
 // five commands: the path of every process that comes back for a lock it just released). A waiter that gives up
 // takes its entry out, and gives back a grant made to it meanwhile; a call whose wait ran out returns once the server
 // answered that (at most 250 ms later if it does not), so that what the caller sends next — on any connection of
-// the pool — finds the entry gone. A grant message that is lost (the subscription was
-// down) costs the waiter at most its refresh interval: its next attempt finds the hold and claims it. A message
-// that comes so late that the grant's lease ended unclaimed first is never taken for the lock: the waiter's attempt
-// that found its entry gone queued it again and was told so, and from then on each grant message only makes the
-// waiter attempt, which claims a grant still live and is refused otherwise. A client
-// keeps a lock's subscriptions for a second after its last waiter left, since a contended loop comes back at once.
+// the pool — finds the entry gone. A grant message that is lost (the subscription was down) costs the waiter at
+// most its refresh interval: its next attempt finds the hold and claims it. A message that comes so late that the
+// grant's lease ended unclaimed first is never taken for the lock: the waiter's attempt that found its entry gone
+// queued it again and was told so, and from then on each grant message only makes the waiter attempt, which claims
+// a grant still live and is refused otherwise. A client keeps a lock's subscriptions for a second after its last
+// waiter left, since a contended loop comes back at once.
 //
 // Clients that do not queue — a Redisson client on the same name — are excluded as before, and woken by the unlock
 // message whenever the lock becomes free for them. Since a busy queue may never let the lock go free, the release

@@ -285,8 +285,9 @@ var LockAcquire = Script{
 		publishArg},
 	Reply: "a bulk string = granted, holding the owner's hold count. An integer = refused: the lock's PTTL (-1: a " +
 		"key without expiry, -2: none) for a try and for the head of the queue (or the time left of a gap), -3 " +
-		"(QueuedNotHead) for a waiter queued behind the head; -4 (RequeuedNotHead) or RequeuedHeadBase minus the " +
-		"bound for a waiter whose claim flag is \"1\" and whose entry was queued again",
+		"(QueuedNotHead) for a waiter queued behind the head; for a waiter whose claim flag is \"1\" and whose " +
+		"entry was gone, queued again: -4 (RequeuedNotHead) behind the head, -7 (RequeuedHeadBase) minus the " +
+		"bound as the head",
 	Source: queuedAcquire(lockGrantLua, lockClaimLua),
 }
 
